@@ -1,0 +1,156 @@
+"""The rating scale, per-item annotator distributions, majority labels, and agreement.
+
+Scale: Bad 0, Could be Improved 1, Acceptable 2, Excellent 3 (ordinal).
+
+Example:
+    >>> rating_distribution(["Excellent", "Acceptable"]).tolist()
+    [0.0, 0.0, 0.5, 0.5]
+    >>> majority_label(["Excellent", "Acceptable"])          # tie: the lower rating wins
+    'Acceptable'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Literal
+
+import krippendorff
+import numpy as np
+import pandas as pd
+
+from fqa_analysis.data import RATING_LABELS
+
+__all__ = [
+    "LABELS",
+    "LABEL_VALUES",
+    "agreement",
+    "item_ratings",
+    "majority_label",
+    "rating_distribution",
+    "rating_value",
+]
+
+#: Labels worst to best; the index of a label is its value on the ordinal scale.
+LABELS: tuple[str, ...] = RATING_LABELS
+LABEL_VALUES: dict[str, int] = {label: i for i, label in enumerate(LABELS)}
+TieRule = Literal["lower", "higher"]
+
+
+def rating_value(label: str) -> int:
+    """Value of a label on the 0..3 scale.
+
+    Raises:
+        ValueError: The label is not one of the four (exact spelling).
+    """
+    try:
+        return LABEL_VALUES[label]
+    except KeyError:
+        raise ValueError(
+            f"unknown rating label {label!r}; the labels are {', '.join(map(repr, LABELS))}"
+        ) from None
+
+
+def rating_distribution(labels: Sequence[str]) -> np.ndarray:
+    """Share of annotators who gave each label, in scale order (the KL training target).
+
+    Raises:
+        ValueError: No labels, or an unknown label.
+    """
+    if len(labels) == 0:
+        raise ValueError("an item needs at least one rating to have a distribution")
+    counts = np.bincount([rating_value(x) for x in labels], minlength=len(LABELS))
+    return counts / counts.sum()
+
+
+def majority_label(labels: Sequence[str], tie: TieRule = "lower") -> str:
+    """The most frequent label; among tied labels the lower (default) or higher one.
+
+    The default ``lower`` is the conservative reading: with two annotators who disagree, the
+    answer is only as good as its harsher rating. Train/valid items have two ratings, so the
+    rule matters there; say which one a result used.
+
+    Example:
+        >>> majority_label(["Bad", "Excellent", "Excellent"])
+        'Excellent'
+        >>> majority_label(["Bad", "Excellent"], tie="higher")
+        'Excellent'
+    """
+    dist = rating_distribution(labels)
+    winners = np.flatnonzero(dist == dist.max())
+    if tie == "lower":
+        return LABELS[int(winners[0])]
+    if tie == "higher":
+        return LABELS[int(winners[-1])]
+    raise ValueError(f"unknown tie rule {tie!r}; use 'lower' or 'higher'")
+
+
+def item_ratings(feedback: pd.DataFrame) -> pd.DataFrame:
+    """Collapse a :func:`~fqa_analysis.data.feedback_frame` to one row per item.
+
+    Returns:
+        Columns ``domain, split, item_id, n_ratings, p_bad, p_could_be_improved, p_acceptable,
+        p_excellent, expected_rating, majority, unanimous``.
+    """
+    values = feedback["rating"].map(rating_value)
+    onehot = pd.get_dummies(pd.Categorical(values, categories=range(len(LABELS)))).astype(float)
+    onehot.columns = ["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]
+    keys = ["domain", "split", "item_id"]
+    frame = pd.concat([feedback[keys].reset_index(drop=True), onehot.reset_index(drop=True)], axis=1)
+    frame["value"] = values.to_numpy()
+    grouped = frame.groupby(keys, sort=False)
+    out = grouped[list(onehot.columns)].mean()
+    out.insert(0, "n_ratings", grouped.size())
+    out["expected_rating"] = grouped["value"].mean()
+    labels = feedback.groupby(keys, sort=False)["rating"].agg(list)
+    out["majority"] = labels.map(majority_label)
+    out["unanimous"] = labels.map(lambda xs: len(set(xs)) == 1)
+    return out.reset_index()
+
+
+def _pairwise_agreement(groups: list[list[int]]) -> float:
+    agree = total = 0
+    for values in groups:
+        for a, b in combinations(values, 2):
+            agree += a == b
+            total += 1
+    return agree / total if total else float("nan")
+
+
+def agreement(feedback: pd.DataFrame, by: Sequence[str] = ("domain", "split")) -> pd.DataFrame:
+    """Inter-annotator agreement per group.
+
+    Columns: ``items``, ``ratings_per_item`` (most common count), ``unanimous`` (share of items
+    whose annotators all agree), ``pairwise`` (share of agreeing annotator pairs) and
+    ``alpha_ordinal`` (Krippendorff's alpha, ordinal metric, from the ``krippendorff``
+    package). Annotator positions are not identities, which alpha does not need: it only
+    compares values within an item.
+    """
+    rows = []
+    for key, group in feedback.groupby(list(by), sort=False):
+        per_item = group.groupby("item_id", sort=False)["rating"].agg(
+            lambda xs: [rating_value(x) for x in xs]
+        )
+        width = max(len(v) for v in per_item)
+        matrix = np.full((width, len(per_item)), np.nan)
+        for j, values in enumerate(per_item):
+            matrix[: len(values), j] = values
+        alpha = krippendorff.alpha(
+            reliability_data=matrix,
+            level_of_measurement="ordinal",
+            value_domain=list(range(len(LABELS))),
+        )
+        key_t = key if isinstance(key, tuple) else (key,)
+        rows.append(
+            (
+                *key_t,
+                len(per_item),
+                int(per_item.map(len).mode().iloc[0]),
+                float(np.mean([len(set(v)) == 1 for v in per_item])),
+                _pairwise_agreement(list(per_item)),
+                float(alpha),
+            )
+        )
+    return pd.DataFrame(
+        rows, columns=[*by, "items", "ratings_per_item", "unanimous", "pairwise", "alpha_ordinal"]
+    )

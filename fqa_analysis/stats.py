@@ -1,0 +1,295 @@
+"""Paired bootstrap over questions, percentile CIs, +1-corrected p-values and Holm.
+
+All systems in a comparison are resampled with ONE index matrix drawn from ONE seeded
+``numpy.random.default_rng``: resample b takes the same questions for every system, which is
+what makes the comparison paired. With ``strata`` (for example the domain of each question)
+questions are resampled within their stratum, so every resample keeps each domain's size;
+this is required for the macro average and harmless for micro.
+
+p-value (two-sided, shift method): under H0 the delta's bootstrap distribution is centred on
+zero, so ``p = (1 + #{|delta*_b - delta_hat| >= |delta_hat|}) / (1 + B)``; the +1 keeps p
+above zero with a finite number of resamples. Holm's step-down corrects a family.
+
+Example:
+    >>> import pandas as pd
+    >>> v = pd.DataFrame({"rqa": [1, 0, 1, 0] * 25, "rerank": [1, 1, 1, 0] * 25})
+    >>> cmp = paired_bootstrap(v, baseline="rqa", n_resamples=2000, seed=0)
+    >>> cmp.to_frame().loc["rerank", ["mean", "delta", "wins", "ties", "losses"]].tolist()
+    [0.75, 0.25, 25, 75, 0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "Comparison",
+    "bootstrap_means",
+    "holm",
+    "paired_bootstrap",
+    "paired_outcomes",
+    "resample_indices",
+]
+
+Average = Literal["micro", "macro"]
+_CHUNK = 1000  # resamples evaluated at a time, to bound memory on 2,000-question sets
+
+
+def resample_indices(
+    n: int, n_resamples: int, rng: np.random.Generator, strata: Sequence[object] | None = None
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Draw the shared resample matrix.
+
+    Args:
+        n: Number of questions.
+        n_resamples: Number of bootstrap resamples B.
+        rng: The generator (seeded by the caller).
+        strata: Optional label per question; resampling then happens within each label.
+
+    Returns:
+        ``(idx, blocks)``: ``idx`` of shape (B, n) holds question positions; ``blocks`` lists,
+        per stratum, the columns of ``idx`` that belong to it (one block when unstratified).
+    """
+    if n == 0:
+        raise ValueError("cannot bootstrap zero questions")
+    if strata is None:
+        return rng.integers(0, n, size=(n_resamples, n), dtype=np.int32), [np.arange(n)]
+    labels = pd.Series(list(strata))
+    if len(labels) != n:
+        raise ValueError(f"strata has {len(labels)} labels for {n} questions")
+    idx = np.empty((n_resamples, n), dtype=np.int32)
+    blocks, start = [], 0
+    for _, positions in labels.groupby(labels, sort=True).indices.items():
+        positions = np.asarray(positions, dtype=np.int32)
+        size = len(positions)
+        idx[:, start : start + size] = positions[rng.integers(0, size, size=(n_resamples, size))]
+        blocks.append(np.arange(start, start + size))
+        start += size
+    return idx, blocks
+
+
+def _statistic(
+    values: np.ndarray, idx: np.ndarray, blocks: list[np.ndarray], average: Average
+) -> np.ndarray:
+    """Mean (micro) or mean of stratum means (macro) of ``values`` under each resample."""
+    out = np.empty(len(idx))
+    for lo in range(0, len(idx), _CHUNK):
+        sample = values[idx[lo : lo + _CHUNK]]
+        if average == "micro":
+            out[lo : lo + _CHUNK] = sample.mean(axis=1)
+        else:
+            out[lo : lo + _CHUNK] = np.mean([sample[:, b].mean(axis=1) for b in blocks], axis=0)
+    return out
+
+
+def _point(values: np.ndarray, blocks: list[np.ndarray], order: np.ndarray, average: Average) -> float:
+    ordered = values[order]
+    if average == "micro":
+        return float(ordered.mean())
+    return float(np.mean([ordered[b].mean() for b in blocks]))
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (monotone, capped at 1).
+
+    Example:
+        >>> holm([0.01, 0.04, 0.03]).round(2).tolist()
+        [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(p_values, dtype=float)
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, (m - rank) * p[i])
+        adjusted[i] = min(1.0, running)
+    return adjusted
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Systems compared with a baseline over the same questions (see :func:`paired_bootstrap`).
+
+    Attributes hold one entry per system (the baseline included, with zero delta and no p).
+    """
+
+    baseline: str
+    systems: tuple[str, ...]
+    n_questions: int
+    n_resamples: int
+    seed: int
+    confidence: float
+    average: str
+    stratified: bool
+    mean: dict[str, float]
+    ci: dict[str, tuple[float, float]]
+    delta: dict[str, float]
+    delta_ci: dict[str, tuple[float, float]]
+    p_value: dict[str, float]
+    p_holm: dict[str, float]
+    wins: dict[str, int]
+    ties: dict[str, int]
+    losses: dict[str, int]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per system: mean and CI, delta to the baseline and CI, p, Holm p, W/T/L."""
+        rows = {
+            s: {
+                "mean": self.mean[s],
+                "ci_low": self.ci[s][0],
+                "ci_high": self.ci[s][1],
+                "delta": self.delta[s],
+                "delta_ci_low": self.delta_ci[s][0],
+                "delta_ci_high": self.delta_ci[s][1],
+                "p_value": self.p_value[s],
+                "p_holm": self.p_holm[s],
+                "wins": self.wins[s],
+                "ties": self.ties[s],
+                "losses": self.losses[s],
+            }
+            for s in self.systems
+        }
+        frame = pd.DataFrame.from_dict(rows, orient="index")
+        frame.index.name = "system"
+        return frame
+
+    def signature(self) -> str:
+        """One line with every convention behind the numbers, to print under a table."""
+        level = round(self.confidence * 100)
+        strat = "stratified by domain" if self.stratified else "unstratified"
+        family = len(self.systems) - 1
+        return (
+            f"paired bootstrap over {self.n_questions} questions ({strat}), B={self.n_resamples}, "
+            f"seed={self.seed}, {self.average} average, {level}% percentile CIs, two-sided "
+            f"p (shift method, +1 correction), Holm over {family} comparison(s) with "
+            f"'{self.baseline}', W/T/L per question"
+        )
+
+
+def paired_bootstrap(
+    values: pd.DataFrame,
+    baseline: str,
+    strata: Sequence[object] | None = None,
+    average: Average = "micro",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Comparison:
+    """Compare every column of ``values`` with the ``baseline`` column, paired over rows.
+
+    Args:
+        values: One row per question, one column per system, per-question outcomes (1/0 for
+            accuracy, or any score). Must hold no missing values.
+        baseline: Column to compare with; every other column is one comparison of the
+            Holm family.
+        strata: Optional label per row (e.g. domain); required for ``average="macro"``.
+        average: ``micro`` (mean over questions) or ``macro`` (mean of stratum means).
+        n_resamples: Bootstrap resamples B.
+        seed: Seed of the one generator that draws the shared resample matrix.
+        confidence: Level of the percentile intervals.
+
+    Raises:
+        ValueError: Unknown baseline, missing values, or macro without strata.
+    """
+    if baseline not in values.columns:
+        raise ValueError(f"baseline {baseline!r} is not a column of values ({list(values.columns)})")
+    if values.isna().any().any():
+        raise ValueError("values hold missing outcomes; every system must answer every question")
+    if average == "macro" and strata is None:
+        raise ValueError("the macro average needs strata (the domain of each question)")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    rng = np.random.default_rng(seed)
+    n = len(values)
+    idx, blocks = resample_indices(n, n_resamples, rng, strata)
+    # resample_indices groups columns by stratum; `order` maps those columns back to rows.
+    if strata is None:
+        order = np.arange(n)
+    else:
+        labels = pd.Series(list(strata))
+        order = np.concatenate(
+            [np.asarray(p) for _, p in labels.groupby(labels, sort=True).indices.items()]
+        )
+    alpha = (1 - confidence) / 2
+    quantiles = [alpha, 1 - alpha]
+    matrix = {c: values[c].to_numpy(dtype=float) for c in values.columns}
+    base_boot = _statistic(matrix[baseline], idx, blocks, average)
+    base_point = _point(matrix[baseline], blocks, order, average)
+    systems = tuple(values.columns)
+    mean, ci, delta, delta_ci, p, wins, ties, losses = {}, {}, {}, {}, {}, {}, {}, {}
+    for s in systems:
+        boot = base_boot if s == baseline else _statistic(matrix[s], idx, blocks, average)
+        mean[s] = _point(matrix[s], blocks, order, average)
+        lo, hi = np.quantile(boot, quantiles)
+        ci[s] = (float(lo), float(hi))
+        d_boot = boot - base_boot
+        delta[s] = mean[s] - base_point
+        lo, hi = np.quantile(d_boot, quantiles)
+        delta_ci[s] = (float(lo), float(hi))
+        if s == baseline:
+            p[s] = float("nan")
+        else:
+            extreme = np.abs(d_boot - delta[s]) >= abs(delta[s]) - 1e-12
+            p[s] = float((1 + extreme.sum()) / (1 + n_resamples))
+        diff = matrix[s] - matrix[baseline]
+        wins[s], ties[s], losses[s] = int((diff > 0).sum()), int((diff == 0).sum()), int((diff < 0).sum())
+    others = [s for s in systems if s != baseline]
+    adjusted = dict(zip(others, holm([p[s] for s in others]), strict=True))
+    p_holm = {s: float(adjusted.get(s, float("nan"))) for s in systems}
+    return Comparison(
+        baseline, systems, n, n_resamples, seed, confidence, average, strata is not None,
+        mean, ci, delta, delta_ci, p, p_holm, wins, ties, losses,
+    )
+
+
+def bootstrap_means(
+    values: pd.DataFrame,
+    strata: Sequence[object] | None = None,
+    average: Average = "micro",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Mean and percentile CI of every column (no comparison): columns ``mean, ci_low, ci_high``."""
+    cmp = paired_bootstrap(
+        values, values.columns[0], strata, average, n_resamples, seed, confidence
+    )
+    return cmp.to_frame()[["mean", "ci_low", "ci_high"]]
+
+
+def paired_outcomes(
+    outcomes: pd.DataFrame, system: Sequence[str], column: str = "correct"
+) -> pd.DataFrame:
+    """Pivot per-question outcomes to one column per system, checking they cover the same questions.
+
+    Args:
+        outcomes: Long table (e.g. from :func:`~fqa_analysis.scoring.select_top1`).
+        system: Columns whose values name a system (joined with ``/`` when several).
+        column: The outcome column.
+
+    Returns:
+        Index ``domain, split, question_id``; one column per system.
+
+    Raises:
+        ValueError: A system lacks a question another system has (pairing would be wrong).
+    """
+    keys = ["domain", "split", "question_id"]
+    label = outcomes[list(system)].astype(str).agg("/".join, axis=1)
+    wide = outcomes.assign(_system=label).pivot_table(
+        index=keys, columns="_system", values=column, aggfunc="first", sort=False
+    )
+    missing = wide.isna().sum()
+    if missing.any():
+        worst = missing.idxmax()
+        raise ValueError(
+            f"system {worst!r} has no outcome for {int(missing.max())} question(s) that other "
+            "systems answered; compare systems on the same questions"
+        )
+    wide.columns.name = None
+    return wide.astype(float)
