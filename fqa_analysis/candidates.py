@@ -38,9 +38,13 @@ CANDIDATE_COLUMNS: list[str] = [
 NO_RERANKER = "none"
 
 
-def validate_candidates(
-    df: pd.DataFrame, source: Path | str = "candidates table", atol: float = 1e-4
-) -> int:
+def _where(keys: list[str], values: tuple[object, ...]) -> str:
+    """Name a (run, question) in a message, with plain Python values."""
+    plain = [v.item() if isinstance(v, np.generic) else v for v in values]
+    return "question " + ", ".join(f"{k}={v!r}" for k, v in zip(keys, plain, strict=True))
+
+
+def validate_candidates(df: pd.DataFrame, source: Path | str = "candidates table", atol: float = 1e-4) -> int:
     """Check a candidate table against the contract; return k.
 
     Checks: every column present; one k for the whole table; ``rqa_rank`` is 1..k once each per
@@ -49,6 +53,7 @@ def validate_candidates(
 
     Raises:
         DataError: Naming the first offending run and question, and the fix.
+
     """
     path = Path(str(source))
     fix = "regenerate the table with `fqa run`"
@@ -60,13 +65,13 @@ def validate_candidates(
     keys = RUN_KEYS + QUESTION_KEYS
     groups = df.groupby(keys, sort=False)
     sizes = groups.size()
-    k = int(sizes.iloc[0])
+    k = int(sizes.mode().iloc[0])  # the table's k is what most questions have
     bad = sizes[sizes != k]
     if len(bad):
         raise DataError(
             DataProblem(
                 path,
-                f"question {dict(zip(keys, bad.index[0], strict=True))}",
+                _where(keys, bad.index[0]),
                 f"{bad.iloc[0]} candidate rows where the rest of the table has k={k}",
                 fix,
             )
@@ -74,19 +79,11 @@ def validate_candidates(
     rank_ok = groups["rqa_rank"].agg(lambda r: sorted(r.tolist()) == list(range(1, k + 1)))
     if not rank_ok.all():
         first = rank_ok.index[~rank_ok.to_numpy()][0]
-        raise DataError(
-            DataProblem(
-                path, f"question {dict(zip(keys, first, strict=True))}", f"rqa_rank is not 1..{k}", fix
-            )
-        )
+        raise DataError(DataProblem(path, _where(keys, first), f"rqa_rank is not 1..{k}", fix))
     gold = groups["is_gold"].sum()
     if (gold > 1).any():
         first = gold.index[(gold > 1).to_numpy()][0]
-        raise DataError(
-            DataProblem(
-                path, f"question {dict(zip(keys, first, strict=True))}", "more than one gold row", fix
-            )
-        )
+        raise DataError(DataProblem(path, _where(keys, first), "more than one gold row", fix))
     if not df["p_rqa"].between(0, 1).all():
         raise DataError(DataProblem(path, "p_rqa", "probabilities outside [0, 1]", fix))
     none = (df["reranker"] == NO_RERANKER).to_numpy()
@@ -101,7 +98,5 @@ def validate_candidates(
             DataProblem(path, "rating columns", "missing or out-of-range reranker probabilities", fix)
         )
     if len(rated) and not np.allclose(rated.sum(axis=1), 1.0, atol=atol):
-        raise DataError(
-            DataProblem(path, "rating columns", "reranker probabilities do not sum to 1", fix)
-        )
+        raise DataError(DataProblem(path, "rating columns", "reranker probabilities do not sum to 1", fix))
     return k

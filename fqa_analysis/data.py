@@ -14,6 +14,7 @@ Example:
     >>> split = data.load_qa_split(data.resolve_data_dir(None), "WHO", "test")  # doctest: +SKIP
     >>> len(split.questions), len(split.passages)  # doctest: +SKIP
     (183, 226)
+
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
 
     Raises:
         DataError: The folder does not exist.
+
     """
     if data_dir is not None:
         source = "--data-dir"
@@ -147,9 +149,7 @@ def read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise DataError(
-            DataProblem(path, "(whole file)", "the file does not exist", FETCH_HINT)
-        ) from None
+        raise DataError(DataProblem(path, "(whole file)", "the file does not exist", FETCH_HINT)) from None
     except IsADirectoryError:
         raise DataError(
             DataProblem(path, "(whole file)", "a folder stands where a JSON file should", FETCH_HINT)
@@ -179,6 +179,7 @@ class Passage:
         page_title: Title of the page.
         section_headers: Headers above the section, outermost first.
         section_content: The answer text.
+
     """
 
     domain: str
@@ -195,11 +196,12 @@ class Passage:
 
 
 def passage_text(page_title: str, section_headers: Sequence[str], section_content: str) -> str:
-    """Join title, headers and content with newlines, skipping empty parts (DESIGN §1).
+    r"""Join title, headers and content with newlines, skipping empty parts (DESIGN §1).
 
     Example:
         >>> passage_text("Masks", ["When?", ""], "Always.")
-        'Masks\\nWhen?\\nAlways.'
+        'Masks\nWhen?\nAlways.'
+
     """
     parts = [page_title, *section_headers, section_content]
     return "\n".join(p for p in parts if p and p.strip())
@@ -255,6 +257,7 @@ class FeedbackSplit:
 
 # --------------------------------------------------------------------------- validation
 
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -284,16 +287,12 @@ def _parse_passage(
     missing = [k for k in ("page_title", "section_headers", "section_content") if k not in ref]
     if missing:
         problems.append(
-            DataProblem(
-                path, item, f"'reference' lacks field(s) {', '.join(map(repr, missing))}", FETCH_HINT
-            )
+            DataProblem(path, item, f"'reference' lacks field(s) {', '.join(map(repr, missing))}", FETCH_HINT)
         )
         return None
     headers = ref["section_headers"]
     if not isinstance(headers, list) or not all(isinstance(h, str) for h in headers):
-        problems.append(
-            DataProblem(path, item, "'section_headers' must be a list of strings", FETCH_HINT)
-        )
+        problems.append(DataProblem(path, item, "'section_headers' must be a list of strings", FETCH_HINT))
         return None
     title, content = ref["page_title"], ref["section_content"]
     if not isinstance(title, str) or not isinstance(content, str):
@@ -308,9 +307,7 @@ def _parse_passage(
     return passage
 
 
-def _parse_question_text(
-    value: object, path: Path, item: str, problems: list[DataProblem]
-) -> str | None:
+def _parse_question_text(value: object, path: Path, item: str, problems: list[DataProblem]) -> str | None:
     if not isinstance(value, str):
         problems.append(
             DataProblem(path, item, f"'question' must be a string, got {type(value).__name__}", FETCH_HINT)
@@ -413,6 +410,7 @@ def parse_feedback_items(
 
     Checks: fields present, a non-empty question, a valid passage whose id is in the pool,
     ratings from the four known labels, as many explanations as ratings, at least one rating.
+
     """
     problems: list[DataProblem] = []
     if not isinstance(raw, list):
@@ -460,9 +458,7 @@ def parse_feedback_items(
             )
             ok = False
         if not isinstance(ratings, list) or not isinstance(explanations, list):
-            problems.append(
-                DataProblem(path, item, "'rating' and 'feedback' must be lists", FETCH_HINT)
-            )
+            problems.append(DataProblem(path, item, "'rating' and 'feedback' must be lists", FETCH_HINT))
             continue
         if not ratings:
             problems.append(DataProblem(path, item, "the item has no rating", FETCH_HINT))
@@ -495,9 +491,7 @@ def parse_feedback_items(
             ok = False
         if ok and text is not None and passage is not None:
             items.append(
-                FeedbackItem(
-                    item_domain, split, i, text, passage, tuple(ratings), tuple(explanations)
-                )
+                FeedbackItem(item_domain, split, i, text, passage, tuple(ratings), tuple(explanations))
             )
     if problems:
         return None, problems
@@ -506,11 +500,13 @@ def parse_feedback_items(
 
 # --------------------------------------------------------------------------- loaders
 
+
 def load_qa_split(data_dir: Path, domain: str, split: str) -> QASplit:
     """Load and validate one QA split file.
 
     Raises:
         DataError: The file is missing, unreadable or inconsistent (all problems listed).
+
     """
     path = qa_path(data_dir, domain, split)
     parsed, problems = parse_qa_split(read_json(path), path, domain, split)
@@ -538,6 +534,7 @@ def load_feedback_split(data_dir: Path, domain: str, split: str) -> FeedbackSpli
 
     Raises:
         DataError: The file is missing, unreadable or inconsistent (all problems listed).
+
     """
     path = feedback_path(data_dir, domain, split)
     raw = read_json(path)
@@ -554,10 +551,10 @@ def load_release_feedback(data_dir: Path, split: str) -> list[FeedbackSplit]:
     items, problems = parse_feedback_items(raw, path, split, pool_sizes(data_dir), None)
     if items is None:
         raise DataError(problems)
-    return [
-        FeedbackSplit(d, split, path, tuple(it for it in items if it.domain == d))
-        for d in FEEDBACK_DOMAINS
+    splits = [
+        FeedbackSplit(d, split, path, tuple(it for it in items if it.domain == d)) for d in FEEDBACK_DOMAINS
     ]
+    return [s for s in splits if s.items]
 
 
 def available_feedback(data_dir: Path, split: str) -> list[FeedbackSplit]:
@@ -574,26 +571,23 @@ def available_feedback(data_dir: Path, split: str) -> list[FeedbackSplit]:
 
 
 def training_protocol(data_dir: Path) -> Protocol:
-    """``paper`` when every domain's feedback_train exists (per-domain or release), else ``available``.
+    """``paper`` when every domain has feedback_train (per-domain file or release), else ``available``.
 
     DESIGN §3: the paper trains rerankers on all four feedback_train files; here only WHO's is
     present, so the ``available`` protocol is used.
     """
-    per_domain = all(feedback_path(data_dir, d, "train").exists() for d in FEEDBACK_DOMAINS)
-    if per_domain or release_path(data_dir, "train").exists():
-        return "paper"
-    return "available"
+    have = {d for d in FEEDBACK_DOMAINS if feedback_path(data_dir, d, "train").exists()}
+    if len(have) < len(FEEDBACK_DOMAINS) and release_path(data_dir, "train").exists():
+        have |= {s.domain for s in load_release_feedback(data_dir, "train")}
+    return "paper" if have == set(FEEDBACK_DOMAINS) else "available"
 
 
 # --------------------------------------------------------------------------- tidy frames
 
+
 def questions_frame(splits: Iterable[QASplit]) -> pd.DataFrame:
     """One row per question: ``domain, split, question_id, question, passage_id``."""
-    rows = [
-        (q.domain, q.split, q.question_id, q.question, q.passage_id)
-        for s in splits
-        for q in s.questions
-    ]
+    rows = [(q.domain, q.split, q.question_id, q.question, q.passage_id) for s in splits for q in s.questions]
     return pd.DataFrame(rows, columns=["domain", "split", "question_id", "question", "passage_id"])
 
 

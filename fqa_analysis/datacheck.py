@@ -25,6 +25,7 @@ class CheckReport:
         notes: Facts worth knowing that are not errors (absent optional files, the protocol,
             files that differ from the pinned upstream version).
         protocol: ``paper`` or ``available`` (DESIGN §3).
+
     """
 
     counts: pd.DataFrame
@@ -58,7 +59,7 @@ def check_data(data_dir: Path) -> CheckReport:
 
     def read(path: Path) -> object | None:
         try:
-            raw = data.read_json(path)
+            raw: object = data.read_json(path)
         except DataError as exc:
             problems.extend(exc.problems)
             return None
@@ -102,7 +103,9 @@ def check_data(data_dir: Path) -> CheckReport:
                 elif split == "train":
                     notes.append(f"{path.relative_to(data_dir)} is absent (optional: decides the protocol)")
                 else:
-                    problems.append(DataProblem(path, "(whole file)", "the file does not exist", data.FETCH_HINT))
+                    problems.append(
+                        DataProblem(path, "(whole file)", "the file does not exist", data.FETCH_HINT)
+                    )
                 continue
             if domain not in pools:
                 continue  # the pool's own problem is already reported

@@ -29,6 +29,7 @@ class DataProblem:
         ...                 "restore the file with `fqa data fetch`")
         >>> print(p.message())
         WHO/test.json, examples[3]: field 'question' is empty. Fix: restore the file with `fqa data fetch`.
+
     """
 
     path: Path
@@ -46,12 +47,11 @@ class DataError(ValueError):
 
     Args:
         problems: One or more problems; the message lists them all (the first ten in full).
+
     """
 
     def __init__(self, problems: DataProblem | list[DataProblem]) -> None:
-        self.problems: list[DataProblem] = (
-            [problems] if isinstance(problems, DataProblem) else list(problems)
-        )
+        self.problems: list[DataProblem] = [problems] if isinstance(problems, DataProblem) else list(problems)
         if not self.problems:
             raise ValueError("DataError needs at least one problem")
         shown = [p.message() for p in self.problems[:10]]

@@ -1,4 +1,4 @@
-"""Fill a data directory with the FeedbackQA files pinned in the manifest, verified.
+r"""Fill a data directory with the FeedbackQA files pinned in the manifest, verified.
 
 Every file is checked against its git blob id (SHA-1 of ``"blob <size>\\0" + content``), which
 identifies the exact bytes of the upstream repository at the pinned commit, and written
@@ -65,7 +65,8 @@ def git_blob_sha1(content: bytes) -> str:
 
     Example:
         >>> git_blob_sha1(b"")
-        'e69de29bb2d1d6484b53d9d1ab8aac35e2fbdab6'
+        'e69de29bb2d1d6434b8b29ae775ad8c2e48c5391'
+
     """
     return hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
 
@@ -103,7 +104,7 @@ def _write_atomically(dest: Path, content: bytes) -> None:
 
 
 def _download(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (fixed https URL)
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         data: bytes = response.read()
         return data
 
@@ -126,6 +127,7 @@ def fetch(
 
     Returns:
         A report; ``report.problems`` is empty when every available file is in place.
+
     """
     manifest = manifest or load_manifest()
     if source_dir is not None and not source_dir.is_dir():
@@ -185,4 +187,3 @@ def fetch(
         _write_atomically(target, content)
         report.fetched.append(entry.file)
     return report
-

@@ -13,6 +13,7 @@ Example:
     ...     "correct": [True, True, False, False]})
     >>> overall_accuracy(out, "micro")["accuracy"].item(), overall_accuracy(out, "macro")["accuracy"].item()
     (0.5, 0.3333333333333333)
+
 """
 
 from __future__ import annotations
@@ -47,12 +48,14 @@ def overall_accuracy(
     the four feedback domains).
     """
     if average == "micro":
-        grouped = outcomes.groupby(RUN_KEYS, sort=False)[column]
-        out = grouped.agg(n="size", accuracy="mean").reset_index()
+        out = outcomes.groupby(RUN_KEYS, sort=False)[column].agg(n="size", accuracy="mean").reset_index()
     elif average == "macro":
         per_set = accuracy_by_test_set(outcomes, column)
-        grouped = per_set.groupby(RUN_KEYS, sort=False)
-        out = grouped.agg(n=("n", "sum"), accuracy=("accuracy", "mean")).reset_index()
+        out = (
+            per_set.groupby(RUN_KEYS, sort=False)
+            .agg(n=("n", "sum"), accuracy=("accuracy", "mean"))
+            .reset_index()
+        )
     else:
         raise ValueError(f"average must be 'micro' or 'macro', got {average!r}")
     out["accuracy"] = out["accuracy"].astype(float)
@@ -77,11 +80,12 @@ def accuracy_table(
 
 
 def recall_at_k(candidates: pd.DataFrame, k: int) -> pd.DataFrame:
-    """Per question: is the gold passage among the RQA's top k? (The ceiling of reranking.)
+    """Per question: is the gold passage among the RQA's top k (the ceiling of reranking)?
 
     Returns:
         One row per (run, question) with a boolean column ``correct`` (named so that the
         accuracy helpers aggregate it), and ``k``.
+
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")

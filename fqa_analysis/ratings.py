@@ -7,6 +7,7 @@ Example:
     [0.0, 0.0, 0.5, 0.5]
     >>> majority_label(["Excellent", "Acceptable"])          # tie: the lower rating wins
     'Acceptable'
+
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def rating_value(label: str) -> int:
 
     Raises:
         ValueError: The label is not one of the four (exact spelling).
+
     """
     try:
         return LABEL_VALUES[label]
@@ -56,11 +58,13 @@ def rating_distribution(labels: Sequence[str]) -> np.ndarray:
 
     Raises:
         ValueError: No labels, or an unknown label.
+
     """
     if len(labels) == 0:
         raise ValueError("an item needs at least one rating to have a distribution")
     counts = np.bincount([rating_value(x) for x in labels], minlength=len(LABELS))
-    return counts / counts.sum()
+    dist: np.ndarray = counts / counts.sum()
+    return dist
 
 
 def majority_label(labels: Sequence[str], tie: TieRule = "lower") -> str:
@@ -75,6 +79,7 @@ def majority_label(labels: Sequence[str], tie: TieRule = "lower") -> str:
         'Excellent'
         >>> majority_label(["Bad", "Excellent"], tie="higher")
         'Excellent'
+
     """
     dist = rating_distribution(labels)
     winners = np.flatnonzero(dist == dist.max())
@@ -91,9 +96,10 @@ def item_ratings(feedback: pd.DataFrame) -> pd.DataFrame:
     Returns:
         Columns ``domain, split, item_id, n_ratings, p_bad, p_could_be_improved, p_acceptable,
         p_excellent, expected_rating, majority, unanimous``.
+
     """
     values = feedback["rating"].map(rating_value)
-    onehot = pd.get_dummies(pd.Categorical(values, categories=range(len(LABELS)))).astype(float)
+    onehot = pd.get_dummies(pd.Categorical(values, categories=list(range(len(LABELS))))).astype(float)
     onehot.columns = ["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]
     keys = ["domain", "split", "item_id"]
     frame = pd.concat([feedback[keys].reset_index(drop=True), onehot.reset_index(drop=True)], axis=1)
@@ -128,9 +134,8 @@ def agreement(feedback: pd.DataFrame, by: Sequence[str] = ("domain", "split")) -
     """
     rows = []
     for key, group in feedback.groupby(list(by), sort=False):
-        per_item = group.groupby("item_id", sort=False)["rating"].agg(
-            lambda xs: [rating_value(x) for x in xs]
-        )
+        per_item: pd.Series = group.groupby("item_id", sort=False)["rating"].agg(list)
+        per_item = per_item.map(lambda xs: [rating_value(x) for x in xs])
         width = max(len(v) for v in per_item)
         matrix = np.full((width, len(per_item)), np.nan)
         for j, values in enumerate(per_item):

@@ -17,6 +17,7 @@ Example:
     [1.1, 1.1]
     >>> combined_score(df, reranker_score="expected_rating").round(4).tolist()
     [1.1, 1.2333]
+
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def combined_score(
     Returns:
         The score per row; rows whose rating columns are null (reranker ``none``) get
         ``p_rqa``, so the RQA alone ranks by its own probability.
+
     """
     if weight is not None and not 0.0 <= weight <= 1.0:
         raise ValueError(f"weight must lie in [0, 1], got {weight}")
@@ -94,6 +96,7 @@ def select_top1(df: pd.DataFrame, score: pd.Series | None = None) -> pd.DataFram
     Returns:
         One row per (run, question): run and question keys, ``passage_id`` and ``rqa_rank``
         of the pick, ``correct`` (the pick is gold) and ``gold_in_topk``.
+
     """
     score = combined_score(df) if score is None else score
     keys = RUN_KEYS + QUESTION_KEYS

@@ -14,8 +14,9 @@ Example:
     >>> import pandas as pd
     >>> v = pd.DataFrame({"rqa": [1, 0, 1, 0] * 25, "rerank": [1, 1, 1, 0] * 25})
     >>> cmp = paired_bootstrap(v, baseline="rqa", n_resamples=2000, seed=0)
-    >>> cmp.to_frame().loc["rerank", ["mean", "delta", "wins", "ties", "losses"]].tolist()
-    [0.75, 0.25, 25, 75, 0]
+    >>> cmp.mean["rerank"], cmp.delta["rerank"], cmp.wins["rerank"], cmp.ties["rerank"], cmp.losses["rerank"]
+    (0.75, 0.25, 25, 75, 0)
+
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def resample_indices(
     Returns:
         ``(idx, blocks)``: ``idx`` of shape (B, n) holds question positions; ``blocks`` lists,
         per stratum, the columns of ``idx`` that belong to it (one block when unstratified).
+
     """
     if n == 0:
         raise ValueError("cannot bootstrap zero questions")
@@ -73,9 +75,7 @@ def resample_indices(
     return idx, blocks
 
 
-def _statistic(
-    values: np.ndarray, idx: np.ndarray, blocks: list[np.ndarray], average: Average
-) -> np.ndarray:
+def _statistic(values: np.ndarray, idx: np.ndarray, blocks: list[np.ndarray], average: Average) -> np.ndarray:
     """Mean (micro) or mean of stratum means (macro) of ``values`` under each resample."""
     out = np.empty(len(idx))
     for lo in range(0, len(idx), _CHUNK):
@@ -100,6 +100,7 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     Example:
         >>> holm([0.01, 0.04, 0.03]).round(2).tolist()
         [0.03, 0.06, 0.06]
+
     """
     p = np.asarray(p_values, dtype=float)
     m = len(p)
@@ -196,6 +197,7 @@ def paired_bootstrap(
 
     Raises:
         ValueError: Unknown baseline, missing values, or macro without strata.
+
     """
     if baseline not in values.columns:
         raise ValueError(f"baseline {baseline!r} is not a column of values ({list(values.columns)})")
@@ -213,9 +215,7 @@ def paired_bootstrap(
         order = np.arange(n)
     else:
         labels = pd.Series(list(strata))
-        order = np.concatenate(
-            [np.asarray(p) for _, p in labels.groupby(labels, sort=True).indices.items()]
-        )
+        order = np.concatenate([np.asarray(p) for _, p in labels.groupby(labels, sort=True).indices.items()])
     alpha = (1 - confidence) / 2
     quantiles = [alpha, 1 - alpha]
     matrix = {c: values[c].to_numpy(dtype=float) for c in values.columns}
@@ -243,8 +243,23 @@ def paired_bootstrap(
     adjusted = dict(zip(others, holm([p[s] for s in others]), strict=True))
     p_holm = {s: float(adjusted.get(s, float("nan"))) for s in systems}
     return Comparison(
-        baseline, systems, n, n_resamples, seed, confidence, average, strata is not None,
-        mean, ci, delta, delta_ci, p, p_holm, wins, ties, losses,
+        baseline,
+        systems,
+        n,
+        n_resamples,
+        seed,
+        confidence,
+        average,
+        strata is not None,
+        mean,
+        ci,
+        delta,
+        delta_ci,
+        p,
+        p_holm,
+        wins,
+        ties,
+        losses,
     )
 
 
@@ -257,15 +272,11 @@ def bootstrap_means(
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Mean and percentile CI of every column (no comparison): columns ``mean, ci_low, ci_high``."""
-    cmp = paired_bootstrap(
-        values, values.columns[0], strata, average, n_resamples, seed, confidence
-    )
+    cmp = paired_bootstrap(values, values.columns[0], strata, average, n_resamples, seed, confidence)
     return cmp.to_frame()[["mean", "ci_low", "ci_high"]]
 
 
-def paired_outcomes(
-    outcomes: pd.DataFrame, system: Sequence[str], column: str = "correct"
-) -> pd.DataFrame:
+def paired_outcomes(outcomes: pd.DataFrame, system: Sequence[str], column: str = "correct") -> pd.DataFrame:
     """Pivot per-question outcomes to one column per system, checking they cover the same questions.
 
     Args:
@@ -278,6 +289,7 @@ def paired_outcomes(
 
     Raises:
         ValueError: A system lacks a question another system has (pairing would be wrong).
+
     """
     keys = ["domain", "split", "question_id"]
     label = outcomes[list(system)].astype(str).agg("/".join, axis=1)

@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from fqa_analysis.stats import bootstrap_means, holm, paired_bootstrap, paired_outcomes, resample_indices
+
+
+def test_holm_by_hand() -> None:
+    # sorted 0.01, 0.03, 0.04 -> 3*0.01=0.03, 2*0.03=0.06, max(0.06, 1*0.04)=0.06
+    assert holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]).tolist() == [1.0, 1.0]
+
+
+def test_point_estimates_and_win_tie_loss_by_hand() -> None:
+    values = pd.DataFrame({"base": [1, 0, 1, 0, 1], "sys": [1, 1, 0, 1, 1]})
+    frame = paired_bootstrap(values, "base", n_resamples=500, seed=1).to_frame()
+    assert frame.loc["sys", "mean"] == pytest.approx(0.8)
+    assert frame.loc["sys", "delta"] == pytest.approx(0.2)
+    assert (frame.loc["sys", "wins"], frame.loc["sys", "ties"], frame.loc["sys", "losses"]) == (2, 2, 1)
+    assert np.isnan(frame.loc["base", "p_value"])
+
+
+def test_macro_needs_strata_and_averages_stratum_means() -> None:
+    values = pd.DataFrame({"a": [1, 1, 1, 0], "b": [1, 0, 0, 0]})
+    strata = ["X", "X", "X", "Y"]
+    with pytest.raises(ValueError, match="strata"):
+        paired_bootstrap(values, "a", average="macro")
+    cmp = paired_bootstrap(values, "a", strata=strata, average="macro", n_resamples=200)
+    assert cmp.mean["a"] == pytest.approx(0.5)  # (1 + 0) / 2
+    assert cmp.mean["b"] == pytest.approx(1 / 6)  # (1/3 + 0) / 2
+
+
+def test_stratified_resamples_stay_within_their_stratum() -> None:
+    idx, blocks = resample_indices(5, 50, np.random.default_rng(0), strata=["b", "a", "b", "a", "a"])
+    a_block, b_block = blocks
+    assert set(idx[:, a_block].ravel()) <= {1, 3, 4}
+    assert set(idx[:, b_block].ravel()) <= {0, 2}
+
+
+def test_same_seed_same_numbers_and_paired_resampling() -> None:
+    rng = np.random.default_rng(5)
+    values = pd.DataFrame({"a": rng.integers(0, 2, 300), "b": rng.integers(0, 2, 300)})
+    values["c"] = values["a"]  # identical system: every resample gives delta 0 exactly
+    first = paired_bootstrap(values, "a", n_resamples=1000, seed=3).to_frame()
+    second = paired_bootstrap(values, "a", n_resamples=1000, seed=3).to_frame()
+    pd.testing.assert_frame_equal(first, second)
+    assert first.loc["c", ["delta_ci_low", "delta_ci_high"]].tolist() == [0.0, 0.0]
+    assert first.loc["c", "p_value"] == 1.0
+
+
+def test_clear_effect_is_significant_and_null_effect_is_not() -> None:
+    base = np.array([1, 0] * 200)
+    strong = base.copy()
+    strong[1:120:2] = 1  # 60 extra questions right, none lost
+    values = pd.DataFrame({"base": base, "strong": strong, "same": base})
+    cmp = paired_bootstrap(values, "base", n_resamples=2000, seed=0)
+    assert cmp.p_value["strong"] == pytest.approx(1 / 2001)  # no resample as extreme: the +1 floor
+    assert cmp.p_holm["strong"] == pytest.approx(2 / 2001)
+    assert cmp.p_value["same"] == 1.0
+    assert "B=2000" in cmp.signature() and "Holm over 2" in cmp.signature()
+
+
+def test_ci_agrees_with_scipy_percentile_bootstrap() -> None:
+    rng = np.random.default_rng(11)
+    sample = rng.binomial(1, 0.65, size=800).astype(float)
+    ours = bootstrap_means(pd.DataFrame({"x": sample}), n_resamples=10_000, seed=0).loc["x"]
+    ref = sps.bootstrap(
+        (sample,), np.mean, method="percentile", n_resamples=10_000, confidence_level=0.95, random_state=0
+    ).confidence_interval
+    assert ours["ci_low"] == pytest.approx(ref.low, abs=0.004)
+    assert ours["ci_high"] == pytest.approx(ref.high, abs=0.004)
+
+
+def test_paired_outcomes_refuses_unpaired_systems() -> None:
+    rows = pd.DataFrame(
+        {
+            "rqa": ["x", "x", "y"],
+            "domain": "A",
+            "split": "test",
+            "question_id": [0, 1, 0],
+            "correct": [True, False, True],
+        }
+    )
+    with pytest.raises(ValueError, match="system 'y' has no outcome for 1 question"):
+        paired_outcomes(rows, ["rqa"])
+    wide = paired_outcomes(rows[rows["rqa"] == "x"], ["rqa"])
+    assert wide["x"].tolist() == [1.0, 0.0]
