@@ -64,7 +64,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     report = check_data(data_dir)
     print(f"data: {data_dir}")
     if not report.counts.empty:
-        print(report.counts.astype(object).where(report.counts.notna(), "").to_string(index=False))
+        print(report.display_counts().to_string(index=False))
     for note in report.notes:
         print(f"note: {note}")
     if report.problems:

@@ -600,12 +600,13 @@ def passages_frame(split: QASplit) -> pd.DataFrame:
 def feedback_frame(splits: Iterable[FeedbackSplit]) -> pd.DataFrame:
     """One row per annotator rating.
 
-    Columns: ``domain, split, item_id, question, passage_id, annotator, rating, explanation``
+    Columns: ``domain, split, item_id, question, passage_id, passage_text, annotator, rating,
+    explanation``
     (``annotator`` is the position 0..n-1 within the item; annotator identities are not in
     the data).
     """
     rows = [
-        (it.domain, it.split, it.item_id, it.question, it.passage.passage_id, a, r, e)
+        (it.domain, it.split, it.item_id, it.question, it.passage.passage_id, it.passage.text, a, r, e)
         for s in splits
         for it in s.items
         for a, (r, e) in enumerate(zip(it.ratings, it.explanations, strict=True))
@@ -618,6 +619,7 @@ def feedback_frame(splits: Iterable[FeedbackSplit]) -> pd.DataFrame:
             "item_id",
             "question",
             "passage_id",
+            "passage_text",
             "annotator",
             "rating",
             "explanation",

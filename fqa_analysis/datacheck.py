@@ -33,6 +33,11 @@ class CheckReport:
     notes: list[str] = field(default_factory=list)
     protocol: str = "available"
 
+    def display_counts(self) -> pd.DataFrame:
+        """The counts for reading: the paper's domain name added, blanks for n/a."""
+        shown = self.counts.assign(paper_name=self.counts["domain"].map(data.PAPER_NAMES))
+        return shown.astype(object).where(shown.notna(), "")
+
     @property
     def ok(self) -> bool:
         """True when no problem was found."""

@@ -26,7 +26,10 @@ __all__ = [
     "LABELS",
     "LABEL_VALUES",
     "agreement",
+    "example_items",
+    "explanation_lengths",
     "item_ratings",
+    "label_distribution",
     "majority_label",
     "rating_distribution",
     "rating_value",
@@ -159,3 +162,52 @@ def agreement(feedback: pd.DataFrame, by: Sequence[str] = ("domain", "split")) -
     return pd.DataFrame(
         rows, columns=[*by, "items", "ratings_per_item", "unanimous", "pairwise", "alpha_ordinal"]
     )
+
+
+def label_distribution(feedback: pd.DataFrame, by: Sequence[str] = ("domain", "split")) -> pd.DataFrame:
+    """Share of each label among all ratings of a group (rows: groups; columns: labels, ``n``).
+
+    Example:
+        >>> fb = pd.DataFrame({"domain": "WHO", "split": "test",
+        ...                    "rating": ["Bad", "Excellent", "Excellent", "Acceptable"]})
+        >>> label_distribution(fb).iloc[0].tolist()
+        [0.25, 0.0, 0.25, 0.5, 4.0]
+    """
+    for label in feedback["rating"].unique():
+        rating_value(label)  # refuse unknown labels before counting
+    counts = pd.crosstab([feedback[c] for c in by], pd.Categorical(feedback["rating"], categories=LABELS))
+    counts = counts.reindex(columns=list(LABELS), fill_value=0)
+    shares = counts.div(counts.sum(axis=1), axis=0)
+    shares["n"] = counts.sum(axis=1)
+    shares.columns.name = None
+    return shares
+
+
+def explanation_lengths(feedback: pd.DataFrame) -> pd.DataFrame:
+    """Add ``words`` (whitespace-separated tokens of the explanation) to a feedback frame.
+
+    Example:
+        >>> explanation_lengths(pd.DataFrame({"explanation": ["Gives links.", "  "]}))["words"].tolist()
+        [2, 0]
+    """
+    return feedback.assign(words=feedback["explanation"].str.split().str.len().astype(int))
+
+
+def example_items(feedback: pd.DataFrame, n: int = 3, seed: int = 0) -> pd.DataFrame:
+    """Draw ``n`` items (seeded) with all their ratings and explanations side by side.
+
+    Returns:
+        One row per item: ``domain, split, question, passage_text, ratings, explanations``
+        (the last two are lists, annotator order kept).
+    """
+    keys = ["domain", "split", "item_id"]
+    items = feedback[keys].drop_duplicates()
+    picked = items.sample(n=min(n, len(items)), random_state=seed)
+    chosen = feedback.merge(picked, on=keys)
+    out = chosen.groupby(keys, sort=False).agg(
+        question=("question", "first"),
+        passage_text=("passage_text", "first"),
+        ratings=("rating", list),
+        explanations=("explanation", list),
+    )
+    return out.reset_index().drop(columns="item_id")

@@ -1,0 +1,65 @@
+# fqa-eval: two commands do everything on a fresh machine.
+#   make book   build the Jupyter Book into _build/html (installs, fetches the data first)
+#   make test   ruff, mypy, pytest (unit + doctests), nbval over book/, and the book with -W
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# A local mirror of the data (this machine has no internet); elsewhere `fqa data fetch` downloads.
+DATA_MIRROR ?= ../shared/data/feedbackqa
+FETCH_FROM := $(if $(wildcard $(DATA_MIRROR)/MANIFEST.json),--from $(DATA_MIRROR),)
+export PYTHONHASHSEED := 0
+
+.PHONY: book test venv data lint unit nbval notebooks screenshot clean
+
+book: data
+	rm -rf _build/html
+	$(BIN)/jupyter-book build . --all -W -n --keep-going
+	@echo "book: $(CURDIR)/_build/html/index.html"
+
+test: lint unit nbval book
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+data: $(STAMP)
+	$(BIN)/fqa data fetch $(FETCH_FROM)
+	$(BIN)/fqa data check
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+nbval: data
+	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		-o addopts=-q book/
+
+# Re-execute the notebooks and store their outputs (commit them: nbval compares against them).
+notebooks: data
+	$(BIN)/python tools/execute_notebooks.py book/*.ipynb
+
+# Headless Chromium screenshots of the built book (Debian package `chromium`).
+screenshot: book
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	mkdir -p screenshots
+	for page in intro data; do \
+		chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+			--disable-background-networking --disable-component-update --disable-sync \
+			--user-data-dir=$$(mktemp -d) --hide-scrollbars --window-size=1280,4200 \
+			--screenshot=screenshots/$$page.png file://$(CURDIR)/_build/html/book/$$page.html; \
+	done
+	@ls -l screenshots
+
+clean:
+	rm -rf _build screenshots .pytest_cache .mypy_cache .ruff_cache

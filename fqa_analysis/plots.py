@@ -1,0 +1,121 @@
+"""Figures for the book. Every helper takes ``ax=None`` and returns the Axes; nothing shows.
+
+Colours: the Okabe-Ito colour-blind palette. Ratings use one fixed ordinal ramp (red for
+Bad through blue for Excellent); systems get one fixed colour each through
+:func:`system_color`, so the same system looks the same in every chapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from fqa_analysis.ratings import LABELS, explanation_lengths, label_distribution
+
+__all__ = [
+    "OKABE_ITO",
+    "RATING_COLORS",
+    "plot_agreement",
+    "plot_explanation_lengths",
+    "plot_label_distribution",
+    "system_color",
+]
+
+OKABE_ITO: tuple[str, ...] = (
+    "#E69F00",
+    "#56B4E9",
+    "#009E73",
+    "#F0E442",
+    "#0072B2",
+    "#D55E00",
+    "#CC79A7",
+    "#000000",
+)
+#: Bad, Could be Improved, Acceptable, Excellent.
+RATING_COLORS: dict[str, str] = dict(zip(LABELS, ("#D55E00", "#E69F00", "#56B4E9", "#0072B2"), strict=True))
+_SYSTEM_COLORS: dict[str, str] = {}
+
+
+def system_color(name: str) -> str:
+    """A fixed colour per system name, assigned in order of first use and then kept."""
+    if name not in _SYSTEM_COLORS:
+        _SYSTEM_COLORS[name] = OKABE_ITO[len(_SYSTEM_COLORS) % len(OKABE_ITO)]
+    return _SYSTEM_COLORS[name]
+
+
+def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
+    if ax is not None:
+        return ax
+    _, new = plt.subplots(figsize=size)
+    return new
+
+
+def plot_label_distribution(
+    feedback: pd.DataFrame, by: Sequence[str] = ("domain", "split"), ax: Axes | None = None
+) -> Axes:
+    """Stacked horizontal bars: share of each rating label per group.
+
+    Args:
+        feedback: A :func:`~fqa_analysis.data.feedback_frame` (one row per rating).
+        by: Grouping columns; each group is one bar.
+        ax: Axes to draw on; a new figure when None.
+    """
+    shares = label_distribution(feedback, by)
+    ax = _axes(ax, (8, 0.45 * len(shares) + 1.2))
+    names = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in shares.index]
+    left = np.zeros(len(shares))
+    for label in LABELS:
+        ax.barh(names, shares[label], left=left, color=RATING_COLORS[label], label=label)
+        left += shares[label].to_numpy()
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of ratings")
+    ax.legend(ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    return ax
+
+
+def plot_agreement(agreement: pd.DataFrame, ax: Axes | None = None) -> Axes:
+    """Krippendorff's ordinal alpha per domain, one bar per split.
+
+    Args:
+        agreement: Output of :func:`~fqa_analysis.ratings.agreement` grouped by domain and split.
+        ax: Axes to draw on; a new figure when None.
+    """
+    ax = _axes(ax, (7, 3.2))
+    domains = list(dict.fromkeys(agreement["domain"]))
+    splits = list(dict.fromkeys(agreement["split"]))
+    width = 0.8 / len(splits)
+    for j, split in enumerate(splits):
+        sub = agreement[agreement["split"] == split].set_index("domain").reindex(domains)
+        x = np.arange(len(domains)) + (j - (len(splits) - 1) / 2) * width
+        ax.bar(x, sub["alpha_ordinal"], width, label=split, color=OKABE_ITO[j])
+    ax.set_xticks(np.arange(len(domains)), domains)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_ylabel("Krippendorff's alpha (ordinal)")
+    ax.legend(title="split", frameon=False)
+    return ax
+
+
+def plot_explanation_lengths(feedback: pd.DataFrame, ax: Axes | None = None, clip: int = 60) -> Axes:
+    """Distribution of explanation length (words) per rating label, as box plots.
+
+    Args:
+        feedback: A feedback frame with an ``explanation`` column.
+        ax: Axes to draw on; a new figure when None.
+        clip: Upper limit of the axis in words (outliers beyond it are not drawn).
+    """
+    ax = _axes(ax, (7, 3.2))
+    words = explanation_lengths(feedback)
+    data = [words.loc[words["rating"] == label, "words"].to_numpy() for label in LABELS]
+    parts = ax.boxplot(data, orientation="horizontal", patch_artist=True, showfliers=False, tick_labels=list(LABELS))
+    for patch, label in zip(parts["boxes"], LABELS, strict=True):
+        patch.set_facecolor(RATING_COLORS[label])
+        patch.set_alpha(0.8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, clip)
+    ax.set_xlabel("words in the explanation")
+    return ax
