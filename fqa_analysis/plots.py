@@ -111,7 +111,9 @@ def plot_explanation_lengths(feedback: pd.DataFrame, ax: Axes | None = None, cli
     ax = _axes(ax, (7, 3.2))
     words = explanation_lengths(feedback)
     data = [words.loc[words["rating"] == label, "words"].to_numpy() for label in LABELS]
-    parts = ax.boxplot(data, orientation="horizontal", patch_artist=True, showfliers=False, tick_labels=list(LABELS))
+    parts = ax.boxplot(
+        data, orientation="horizontal", patch_artist=True, showfliers=False, tick_labels=list(LABELS)
+    )
     for patch, label in zip(parts["boxes"], LABELS, strict=True):
         patch.set_facecolor(RATING_COLORS[label])
         patch.set_alpha(0.8)

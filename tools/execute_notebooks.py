@@ -12,6 +12,8 @@ from nbclient import NotebookClient
 for name in sys.argv[1:]:
     path = Path(name)
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     nbformat.write(nb, path)
     print(f"executed {path}")

@@ -20,21 +20,21 @@ cells = [
         "from fqa_analysis import data, ratings\n"
         "from fqa_analysis.datacheck import check_data\n"
         "from fqa_analysis.plots import plot_agreement, plot_explanation_lengths, plot_label_distribution\n\n"
-        "pd.set_option(\"display.max_colwidth\", 200)\n"
+        'pd.set_option("display.max_colwidth", 200)\n'
         "data_dir = data.resolve_data_dir(None)  # --data-dir / $FQA_DATA_DIR / the cache `fqa data fetch` fills\n"
         "report = check_data(data_dir)\n"
         "assert report.ok, [p.message() for p in report.problems]\n"
-        "print(f\"training protocol available here: {report.protocol}\")"
+        'print(f"training protocol available here: {report.protocol}")'
     ),
     md(
         "## Counts per domain and split\n\n"
         "`questions` is the number of QA examples (QA files) or of distinct questions (feedback files); "
         "`passages` is the size of the domain's candidate pool in that file; `items` is the number of rated "
-        "(question, passage) pairs; `ratings_per_item` is how many annotators rated each item. "
+        "(question, passage) pairs; `ratings/item` is how many annotators rated each item. "
         "The paper calls CDC *US* and Quebec *Canada*. Quebec has no feedback and two test files "
         "(old and new FAQ collection), whose pool (588 passages) differs from the train/valid pool (314)."
     ),
-    code("report.display_counts()"),
+    code('report.display_counts().set_index(["domain", "paper", "split"])'),
     md(
         "### What is missing here, and what it changes\n\n"
         "Three per-domain `feedback_train` files (Australia, CDC/US, UK) and the combined release files are "
@@ -54,7 +54,7 @@ cells = [
         "    [f for split in data.FEEDBACK_SPLITS for f in data.available_feedback(data_dir, split)]\n"
         ")\n"
         "plot_label_distribution(feedback)\n"
-        "plt.title(\"Share of each rating label\", pad=28)\n"
+        'plt.title("Share of each rating label", pad=28)\n'
         "plt.show()"
     ),
     code("ratings.label_distribution(feedback).round(3)"),
@@ -70,29 +70,28 @@ cells = [
         "metric on the 0-3 scale (1 = perfect agreement, 0 = chance). Annotator positions are not identities; "
         "alpha does not need them."
     ),
-    code(
-        "agree = ratings.agreement(feedback)\n"
-        "agree.round(3)"
-    ),
-    code("plot_agreement(agree)\nplt.title(\"Agreement per domain and split\")\nplt.show()"),
+    code("agree = ratings.agreement(feedback)\nagree.round(3)"),
+    code('plot_agreement(agree)\nplt.title("Agreement per domain and split")\nplt.show()'),
     md(
         "Agreement is moderate: annotators often disagree by one step, which is what a KL loss against the "
         "annotator distribution (rather than a single majority label) is meant to respect. How the tie rule "
         "of the majority label matters: with two annotators who disagree there is no majority; "
-        "`ratings.majority_label` takes the lower rating by default (`tie=\"lower\"`)."
+        '`ratings.majority_label` takes the lower rating by default (`tie="lower"`).'
     ),
     code(
         "items = ratings.item_ratings(feedback)\n"
-        "items.groupby(\"split\")[\"unanimous\"].agg([\"mean\", \"size\"]).rename(\n"
-        "    columns={\"mean\": \"share unanimous\", \"size\": \"items\"}\n"
+        'items.groupby("split")["unanimous"].agg(["mean", "size"]).rename(\n'
+        '    columns={"mean": "share unanimous", "size": "items"}\n'
         ").round(3)"
     ),
-    md("## Explanation lengths\n\nWords per explanation, by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR)."),
-    code("plot_explanation_lengths(feedback)\nplt.title(\"Explanation length by rating\")\nplt.show()"),
+    md(
+        "## Explanation lengths\n\nWords per explanation, by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR)."
+    ),
+    code('plot_explanation_lengths(feedback)\nplt.title("Explanation length by rating")\nplt.show()'),
     code(
         "lengths = ratings.explanation_lengths(feedback)\n"
-        "lengths.groupby(\"rating\")[\"words\"].describe()[[\"count\", \"mean\", \"25%\", \"50%\", \"75%\", \"max\"]]"
-        ".reindex(list(ratings.LABELS)).round(1)"
+        'summary = lengths.groupby("rating")["words"].describe()\n'
+        'summary.reindex(list(ratings.LABELS))[["count", "mean", "25%", "50%", "75%", "max"]].round(1)'
     ),
     md(
         "## Examples\n\n"
@@ -100,13 +99,13 @@ cells = [
         "question, the answer passage, each annotator's rating and explanation."
     ),
     code(
-        "test_feedback = feedback[feedback[\"split\"] == \"test\"]\n"
+        'test_feedback = feedback[feedback["split"] == "test"]\n'
         "for row in ratings.example_items(test_feedback, n=4, seed=7).itertuples():\n"
-        "    print(f\"[{row.domain}] Q: {row.question}\")\n"
-        "    answer = row.passage_text.replace(\"\\n\", \" | \")\n"
+        '    print(f"[{row.domain}] Q: {row.question}")\n'
+        '    answer = row.passage_text.replace("\\n", " | ")\n'
         "    print(f\"A: {answer[:400]}{'...' if len(answer) > 400 else ''}\")\n"
-        "    for label, why in zip(row.ratings, row.explanations):\n"
-        "        print(f\"  - {label}: {why}\")\n"
+        "    for label, why in zip(row.ratings, row.explanations, strict=True):\n"
+        '        print(f"  - {label}: {why}")\n'
         "    print()"
     ),
 ]
