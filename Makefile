@@ -1,6 +1,7 @@
 # fqa-eval: two commands do everything on a fresh machine.
 #   make book   build the Jupyter Book into _build/html (installs, fetches the data first)
-#   make test   ruff, mypy, pytest (unit + doctests), nbval over book/, and the book with -W
+#   make test   ruff, mypy, pytest (unit + doctests), the pipeline smoke test, nbval over book/,
+#               and the book with -W
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -11,14 +12,14 @@ DATA_MIRROR ?= ../shared/data/feedbackqa
 FETCH_FROM := $(if $(wildcard $(DATA_MIRROR)/MANIFEST.json),--from $(DATA_MIRROR),)
 export PYTHONHASHSEED := 0
 
-.PHONY: book test venv data lint unit nbval notebooks screenshot clean
+.PHONY: book test venv data lint unit smoke nbval notebooks screenshot clean
 
 book: data
 	rm -rf _build/html
 	$(BIN)/jupyter-book build . --all -W -n --keep-going
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
-test: lint unit nbval book
+test: lint unit smoke nbval book
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +41,10 @@ lint: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest
+
+# `fqa run rqa --subset` end to end on the real data, in a temporary folder (a few minutes).
+smoke: data
+	$(BIN)/python -m pytest -o addopts=-q -p no:cacheprovider tests_smoke
 
 nbval: data
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \

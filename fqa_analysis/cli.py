@@ -2,6 +2,7 @@
 
     fqa data fetch [--data-dir DIR] [--from MIRROR]   fill the data folder, verified
     fqa data check [--data-dir DIR]                   validate and count everything
+    fqa run [rqa] [--subset N] [--systems ...]        run the pipeline (cached, resumable)
 
 Exit codes: 0 success, 1 bad data (a message per problem, no traceback), 2 usage.
 """
@@ -18,6 +19,7 @@ from fqa_analysis import data
 from fqa_analysis.datacheck import check_data
 from fqa_analysis.errors import DataError
 from fqa_analysis.fetch import fetch
+from fqa_analysis.retrieval import SYSTEMS, FineTuneConfig
 
 __all__ = ["main"]
 
@@ -35,6 +37,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     check_p = data_sub.add_parser("check", help="validate every file and print counts")
     check_p.add_argument("--data-dir", type=Path, help=dir_help)
+
+    run_p = sub.add_parser("run", help="run pipeline stages (cached, resumable)")
+    run_p.add_argument("stage", nargs="?", default="all", choices=["all", "rqa"], help="stage (default: all)")
+    run_p.add_argument("--data-dir", type=Path, help=dir_help)
+    run_p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: results)")
+    run_p.add_argument(
+        "--cache-dir", type=Path, help="model-output cache (default: $FQA_CACHE_DIR or ~/.cache)"
+    )
+    run_p.add_argument("--subset", type=int, help="only the first N questions of every split (CI smoke runs)")
+    run_p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated RQA systems")
+    run_p.add_argument("--seed", type=int, default=0, help="training seed")
+    run_p.add_argument("--epochs", type=int, default=FineTuneConfig.epochs, help="fine-tuning epochs")
+    run_p.add_argument("--max-steps", type=int, help="stop fine-tuning after N steps (smoke runs)")
     return parser
 
 
@@ -76,10 +91,30 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run(args: argparse.Namespace) -> int:
+    from fqa_analysis.pipeline import RQARunConfig, run_rqa
+
+    data_dir = data.resolve_data_dir(args.data_dir)
+    systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        print(f"error: unknown system(s) {unknown}; choose from {', '.join(SYSTEMS)}", file=sys.stderr)
+        return 2
+    finetune = FineTuneConfig(epochs=args.epochs, seed=args.seed, max_steps=args.max_steps)
+    config = RQARunConfig(systems=systems, subset=args.subset, seed=args.seed, finetune=finetune)
+    entry = run_rqa(data_dir, args.out, config, args.cache_dir)
+    for name, timing in entry["timings"].items():
+        print(f"{name:28s} {timing['wall_s']:9.1f} s  peak {timing['peak_rss_mb']:8.1f} MiB")
+    print(f"rqa stage done: {args.out}/candidates.parquet, rqa_ranks.parquet, manifest.json")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     args = _parser().parse_args(argv)
-    commands = {("data", "fetch"): _cmd_fetch, ("data", "check"): _cmd_check}
+    if args.group == "run":
+        args.command = "run"
+    commands = {("data", "fetch"): _cmd_fetch, ("data", "check"): _cmd_check, ("run", "run"): _cmd_run}
     try:
         return commands[(args.group, args.command)](args)
     except DataError as exc:

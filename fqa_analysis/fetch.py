@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -21,6 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from fqa_analysis.cache import atomic_write_bytes
 from fqa_analysis.errors import DataError, DataProblem
 
 __all__ = ["FetchReport", "ManifestEntry", "fetch", "git_blob_sha1", "load_manifest"]
@@ -89,18 +88,6 @@ def load_manifest(path: Path | None = None) -> Manifest:
         raise DataError(
             DataProblem(where, "(whole file)", f"not a valid data manifest ({exc})", "reinstall fqa_analysis")
         ) from None
-
-
-def _write_atomically(dest: Path, content: bytes) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _download(url: str, timeout: float) -> bytes:
@@ -184,6 +171,6 @@ def fetch(
                 )
             )
             continue
-        _write_atomically(target, content)
+        atomic_write_bytes(target, content)
         report.fetched.append(entry.file)
     return report

@@ -1,0 +1,106 @@
+"""Content-keyed, atomically written artifacts.
+
+A cached artifact's key is the SHA-256 of its inputs' content (data files), its config, and the
+version of the code that makes it, so a change in any of them computes it anew and nothing
+stale is ever reused. Every write goes to a temporary file in the same folder and is renamed
+into place, so an interrupted run leaves either the old file or the new one, never half.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_npy",
+    "atomic_write_parquet",
+    "content_key",
+    "default_cache_root",
+    "file_sha256",
+]
+
+
+def default_cache_root() -> Path:
+    """``$FQA_CACHE_DIR``, else ``~/.cache/fqa-eval/runs`` (model outputs, never committed)."""
+    env = os.environ.get("FQA_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fqa-eval" / "runs"
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def content_key(*parts: Any) -> str:
+    """A short stable key of JSON-serialisable parts (configs, hashes, versions).
+
+    Example:
+        >>> content_key({"b": 1, "a": 2}) == content_key({"a": 2, "b": 1})
+        True
+    """
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _atomic(dest: Path, write: Callable[[Path], None]) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(dest: Path, content: bytes) -> None:
+    """Write bytes atomically."""
+
+    def write(tmp: Path) -> None:
+        tmp.write_bytes(content)
+
+    _atomic(dest, write)
+
+
+def atomic_write_json(dest: Path, obj: Any) -> None:
+    """Write JSON (sorted keys, indented) atomically."""
+    text = json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n"
+
+    def write(tmp: Path) -> None:
+        tmp.write_text(text, encoding="utf-8")
+
+    _atomic(dest, write)
+
+
+def atomic_write_npy(dest: Path, array: np.ndarray) -> None:
+    """Write a NumPy array atomically."""
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as fh:
+            np.save(fh, array)
+
+    _atomic(dest, write)
+
+
+def atomic_write_parquet(dest: Path, frame: pd.DataFrame) -> None:
+    """Write a DataFrame as Parquet atomically (no index)."""
+    _atomic(dest, lambda tmp: frame.to_parquet(tmp, index=False))

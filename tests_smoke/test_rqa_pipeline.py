@@ -1,0 +1,84 @@
+"""CI smoke test: `fqa run rqa --subset` end to end on the real data (minutes, not a unit test).
+
+Runs by `make smoke` (part of `make test`); needs the data (`make data`) and the model packages.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fqa_analysis.candidates import validate_candidates
+from fqa_analysis.cli import main
+
+SUBSET = 6
+SYSTEMS = ["bm25", "minilm", "minilm_ft"]
+TEST_SETS = 6  # four feedback domains + Quebec's two test files
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, float]:
+    root = tmp_path_factory.mktemp("smoke")
+    out, cache = root / "results", root / "cache"
+    argv = [
+        "run",
+        "rqa",
+        "--subset",
+        str(SUBSET),
+        "--epochs",
+        "1",
+        "--max-steps",
+        "3",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+    ]
+    assert main(argv) == 0
+    start = time.perf_counter()
+    assert main(argv) == 0  # second run: everything from the cache
+    return out, cache, time.perf_counter() - start
+
+
+def test_candidates_follow_the_contract(smoke_run: tuple[Path, Path, float]) -> None:
+    out, _, _ = smoke_run
+    candidates = pd.read_parquet(out / "candidates.parquet")
+    assert validate_candidates(candidates, out / "candidates.parquet") == 5
+    assert sorted(candidates["rqa"].unique()) == sorted(SYSTEMS)
+    assert set(candidates["reranker"]) == {"none"}
+    assert len(candidates) == len(SYSTEMS) * TEST_SETS * SUBSET * 5
+    assert set(candidates["protocol"]) == {"available"}
+
+
+def test_ranks_temperatures_and_manifest(smoke_run: tuple[Path, Path, float]) -> None:
+    out, _, _ = smoke_run
+    ranks = pd.read_parquet(out / "rqa_ranks.parquet")
+    assert len(ranks) == len(SYSTEMS) * TEST_SETS * SUBSET
+    feedback_domains = ranks[ranks["domain"] != "Quebec"]
+    assert feedback_domains["gold_rank_pooled"].notna().all()
+    assert ranks.loc[ranks["domain"] == "Quebec", "gold_rank_pooled"].isna().all()
+    assert (ranks["gold_rank"] >= 1).all() and (ranks["gold_rank"] <= ranks["pool_size"]).all()
+    temps = pd.read_parquet(out / "rqa_temperatures.parquet")
+    assert (temps["temperature"] > 0).all()
+    assert (temps["valid_nll_fitted"] <= temps["valid_nll_t1"] + 1e-9).all()
+    manifest = json.loads((out / "manifest.json").read_text())["stages"]["rqa"]
+    assert manifest["config"]["subset"] == SUBSET
+    assert "minilm_ft/fit" in manifest["timings"]
+    assert len(manifest["inputs_sha256"]) == 16
+
+
+def test_rerun_is_cached_and_identical(smoke_run: tuple[Path, Path, float]) -> None:
+    out, cache, rerun_s = smoke_run
+    assert rerun_s < 60, f"a cached rerun took {rerun_s:.0f} s"
+    assert list((cache / "scores").rglob("*.npy"))
+    candidates = pd.read_parquet(out / "candidates.parquet")
+    # The ranks in candidates agree with the gold ranks: gold in the top 5 exactly when rank <= 5.
+    ranks = pd.read_parquet(out / "rqa_ranks.parquet")
+    keys = ["rqa", "domain", "split", "question_id"]
+    hit = candidates.groupby(keys)["is_gold"].any()
+    merged = ranks.set_index(keys)["gold_rank"].le(5)
+    assert hit.sort_index().tolist() == merged.sort_index().tolist()
