@@ -20,7 +20,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-__all__ = ["TemperatureFit", "fit_temperature", "gold_nll", "gold_ranks", "pool_softmax", "top_k"]
+__all__ = [
+    "TemperatureFit",
+    "expected_calibration_error",
+    "fit_temperature",
+    "gold_nll",
+    "gold_ranks",
+    "pool_softmax",
+    "reliability",
+    "top_k",
+]
 
 
 def pool_softmax(scores: np.ndarray, temperature: float = 1.0) -> np.ndarray:
@@ -109,3 +118,36 @@ def gold_ranks(scores: np.ndarray, gold: np.ndarray) -> np.ndarray:
     order = _order(scores)
     ranks: np.ndarray = (np.argmax(order == gold[:, None], axis=1) + 1).astype(int)
     return ranks
+
+
+def reliability(
+    confidence: np.ndarray, correct: np.ndarray, bins: int = 10
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Equal-width reliability bins: mean confidence, accuracy and count per bin (empty bins: NaN).
+
+    Example:
+        >>> conf, acc, n = reliability(np.array([0.05, 0.15, 0.95, 0.85]), np.array([0, 0, 1, 0]), bins=2)
+        >>> conf.round(6).tolist(), acc.tolist(), n.tolist()
+        ([0.1, 0.9], [0.0, 0.5], [2, 2])
+    """
+    confidence = np.asarray(confidence, dtype=float)
+    correct = np.asarray(correct, dtype=float)
+    which = np.minimum((confidence * bins).astype(int), bins - 1)
+    n = np.bincount(which, minlength=bins)
+    with np.errstate(invalid="ignore"):
+        mean_conf = np.bincount(which, weights=confidence, minlength=bins) / n
+        acc = np.bincount(which, weights=correct, minlength=bins) / n
+    return mean_conf, acc, n
+
+
+def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> float:
+    """ECE: the count-weighted mean |accuracy - confidence| over equal-width bins.
+
+    Example:
+        >>> conf, hit = np.array([0.05, 0.15, 0.95, 0.85]), np.array([0, 0, 1, 0])
+        >>> round(expected_calibration_error(conf, hit, bins=2), 6)  # (2 * 0.1 + 2 * 0.4) / 4
+        0.25
+    """
+    conf, acc, n = reliability(confidence, correct, bins)
+    used = n > 0
+    return float(np.sum(n[used] * np.abs(acc[used] - conf[used])) / np.sum(n))

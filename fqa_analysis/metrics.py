@@ -21,11 +21,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from fqa_analysis.candidates import QUESTION_KEYS, RUN_KEYS
 
-__all__ = ["accuracy_by_test_set", "accuracy_table", "overall_accuracy", "recall_at_k"]
+__all__ = [
+    "accuracy_by_test_set",
+    "accuracy_table",
+    "overall_accuracy",
+    "ranking_metrics",
+    "recall_at_k",
+    "recall_curve",
+]
 
 Average = Literal["micro", "macro"]
 TEST_SET = ["domain", "split"]
@@ -93,3 +101,45 @@ def recall_at_k(candidates: pd.DataFrame, k: int) -> pd.DataFrame:
     hit = candidates["is_gold"].astype(bool) & (candidates["rqa_rank"] <= k)
     out = hit.groupby([candidates[c] for c in keys], sort=False).any().rename("correct")
     return out.reset_index().assign(k=k)
+
+
+def recall_curve(ranks: pd.DataFrame, ks: Sequence[int], by: Sequence[str] = ("rqa",)) -> pd.DataFrame:
+    """Recall@k (share of questions whose gold rank is <= k) for every k, micro over rows.
+
+    Args:
+        ranks: One row per question with a 1-based ``gold_rank`` (e.g. ``rqa_ranks.parquet``).
+        ks: The cut-offs.
+        by: Grouping columns (one curve per group).
+
+    Example:
+        >>> r = pd.DataFrame({"rqa": "x", "gold_rank": [1, 2, 7, 30]})
+        >>> recall_curve(r, [1, 5, 10])["recall"].tolist()
+        [0.25, 0.5, 0.75]
+    """
+    rows = []
+    for key, group in ranks.groupby(list(by), sort=False):
+        key_t = key if isinstance(key, tuple) else (key,)
+        for k in ks:
+            rows.append((*key_t, k, float((group["gold_rank"] <= k).mean()), len(group)))
+    return pd.DataFrame(rows, columns=[*by, "k", "recall", "n"])
+
+
+def ranking_metrics(gold_rank: pd.Series) -> dict[str, float]:
+    """P@1, nDCG@10 and recall@5 of one relevant passage per question, from its 1-based rank.
+
+    With a single relevant passage nDCG@10 is ``1 / log2(rank + 1)`` when rank <= 10, else 0
+    (the ideal DCG is 1). This is the MTEB FeedbackQARetrieval setting.
+
+    Example:
+        >>> m = ranking_metrics(pd.Series([1, 3, 20]))
+        >>> round(m["p@1"], 4), round(m["ndcg@10"], 4), round(m["recall@5"], 4)
+        (0.3333, 0.5, 0.6667)
+    """
+    r = gold_rank.astype(float).to_numpy()
+    gain = np.where(r <= 10, 1.0 / np.log2(r + 1.0), 0.0)
+    return {
+        "p@1": float(np.mean(r == 1)),
+        "ndcg@10": float(np.mean(gain)),
+        "recall@5": float(np.mean(r <= 5)),
+        "n": float(len(r)),
+    }

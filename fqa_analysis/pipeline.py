@@ -37,7 +37,13 @@ from fqa_analysis.cache import (
     default_cache_root,
     file_sha256,
 )
-from fqa_analysis.calibration import fit_temperature, gold_ranks, pool_softmax, top_k
+from fqa_analysis.calibration import (
+    expected_calibration_error,
+    fit_temperature,
+    gold_ranks,
+    pool_softmax,
+    top_k,
+)
 from fqa_analysis.candidates import CANDIDATE_COLUMNS, NO_RERANKER, RATING_COLUMNS, validate_candidates
 from fqa_analysis.profiling import stage
 from fqa_analysis.retrieval import CACHE_VERSION, SYSTEMS, FineTuneConfig, RQASystem, make_system
@@ -142,6 +148,23 @@ def _candidate_rows(
     return frame[CANDIDATE_COLUMNS]
 
 
+def _confidence_summary(
+    blocks: Sequence[np.ndarray], golds: Sequence[np.ndarray], temperature: float, tag: str
+) -> dict[str, float]:
+    """Mean top-1 probability and its ECE on the valid sets at a temperature (what T does)."""
+    top1, correct = [], []
+    for scores, gold in zip(blocks, golds, strict=True):
+        probs = pool_softmax(scores.astype(np.float64), temperature)
+        best = top_k(scores, 1)[:, 0]
+        top1.append(probs[np.arange(len(best)), best])
+        correct.append(best == gold)
+    conf, hit = np.concatenate(top1), np.concatenate(correct)
+    return {
+        f"valid_top1_p_{tag}": float(conf.mean()),
+        f"valid_ece_{tag}": expected_calibration_error(conf, hit),
+    }
+
+
 def _merge_rows(path: Path, new: pd.DataFrame, owned: pd.DataFrame) -> pd.DataFrame:
     """Replace the rows this run owns (same protocol, rqa, reranker 'none') in an existing table."""
     if not path.exists():
@@ -200,6 +223,8 @@ def run_rqa(
                 "valid_nll_fitted": fit.nll_fitted,
                 "valid_questions": fit.n_questions,
                 "valid_acc1": valid_acc,
+                **_confidence_summary(blocks, golds, 1.0, "t1"),
+                **_confidence_summary(blocks, golds, fit.temperature, "fitted"),
             }
         )
         run = {"protocol": protocol, "rqa": name, "reranker": NO_RERANKER, "seed": seed}

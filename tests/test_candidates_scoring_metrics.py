@@ -95,3 +95,15 @@ def test_recall_at_k() -> None:
     assert recall_at_k(df, 2)["correct"].tolist() == [True, True, False]
     with pytest.raises(ValueError):
         recall_at_k(df, 0)
+
+
+def test_recall_curve_and_ranking_metrics_by_hand() -> None:
+    from fqa_analysis.metrics import ranking_metrics, recall_curve
+
+    ranks = pd.DataFrame({"rqa": ["a"] * 4 + ["b"] * 2, "gold_rank": [1, 2, 5, 11, 3, 1]})
+    curve = recall_curve(ranks, [1, 2, 10]).set_index(["rqa", "k"])["recall"]
+    assert curve[("a", 1)] == 0.25 and curve[("a", 2)] == 0.5 and curve[("a", 10)] == 0.75
+    assert curve[("b", 2)] == 0.5
+    m = ranking_metrics(pd.Series([2, 11]))
+    assert m["ndcg@10"] == pytest.approx((1 / np.log2(3)) / 2)
+    assert m["p@1"] == 0.0 and m["recall@5"] == 0.5

@@ -88,3 +88,28 @@ def test_paired_outcomes_refuses_unpaired_systems() -> None:
         paired_outcomes(rows, ["rqa"])
     wide = paired_outcomes(rows[rows["rqa"] == "x"], ["rqa"])
     assert wide["x"].tolist() == [1.0, 0.0]
+
+
+def test_accuracy_with_ci_per_test_set_and_overall() -> None:
+    from fqa_analysis.stats import accuracy_with_ci
+
+    rows = []
+    # Domain A: 4 questions, system x right on 3, y on 1. Domain Q (not in overall): 2 questions.
+    for domain, rights in (("A", {"x": [1, 1, 1, 0], "y": [1, 0, 0, 0]}), ("Q", {"x": [0, 0], "y": [1, 1]})):
+        for system, values in rights.items():
+            for qid, v in enumerate(values):
+                rows.append(
+                    {"rqa": system, "domain": domain, "split": "test", "question_id": qid, "correct": v}
+                )
+    # Domain B (in overall): 2 questions, x right on 0, y on 2.
+    for system, values in {"x": [0, 0], "y": [1, 1]}.items():
+        for qid, v in enumerate(values):
+            rows.append({"rqa": system, "domain": "B", "split": "test", "question_id": qid, "correct": v})
+    table = accuracy_with_ci(pd.DataFrame(rows), ["rqa"], overall_domains=["A", "B"], n_resamples=300)
+    acc = table.set_index(["system", "test_set"])["accuracy"]
+    assert acc[("x", "A")] == 0.75 and acc[("y", "Q")] == 1.0
+    assert acc[("x", "overall (micro)")] == pytest.approx(3 / 6)  # 3 of the 6 questions of A and B
+    assert acc[("x", "overall (macro)")] == pytest.approx((0.75 + 0.0) / 2)
+    assert acc[("y", "overall (macro)")] == pytest.approx((0.25 + 1.0) / 2)
+    row = table.set_index(["system", "test_set"]).loc[("x", "A")]
+    assert row["ci_low"] <= 0.75 <= row["ci_high"] and row["n"] == 4
