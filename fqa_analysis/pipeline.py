@@ -112,13 +112,17 @@ class _ScoreCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.hits = 0
+        self.misses = 0
 
     def get(self, system: RQASystem, questions: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         key = content_key(CACHE_VERSION, system.fingerprint(), list(questions), list(passages))
         path = self.root / "scores" / system.name / f"{key}.npy"
         if path.exists():
+            self.hits += 1
             cached: np.ndarray = np.load(path)
             return cached
+        self.misses += 1
         scores = system.score(questions, passages).astype(np.float32)
         atomic_write_npy(path, scores)
         return scores
@@ -188,6 +192,7 @@ def run_rqa(
     cache_root = cache_root or default_cache_root()
     protocol = data.training_protocol(data_dir)
     timings: dict[str, Any] = {}
+    from_cache: dict[str, bool] = {}
     with stage(timings, "load_data"):
         splits = {
             (d, s): _subset(data.load_qa_split(data_dir, d, s), config.subset)
@@ -205,6 +210,8 @@ def run_rqa(
         seed = config.seed if name == "minilm_ft" else 0
         with stage(timings, f"{name}/fit"):
             fit_record = system.fit(train, valid, cache_root)
+        from_cache[f"{name}/fit"] = bool(fit_record.get("from_cache", name != "minilm_ft"))
+        scores_cache.hits = scores_cache.misses = 0
         with stage(timings, f"{name}/valid+temperature"):
             blocks = [
                 scores_cache.get(system, [q.question for q in s.questions], [p.text for p in s.passages])
@@ -212,6 +219,8 @@ def run_rqa(
             ]
             golds = [np.array([q.passage_id for q in s.questions]) for s in valid]
             fit = fit_temperature([b.astype(np.float64) for b in blocks], golds)
+            from_cache[f"{name}/valid+temperature"] = scores_cache.misses == 0
+            scores_cache.hits = scores_cache.misses = 0
             valid_acc = float(
                 np.mean(np.concatenate([gold_ranks(b, g) == 1 for b, g in zip(blocks, golds, strict=True)]))
             )
@@ -236,8 +245,12 @@ def run_rqa(
                 )
                 test_scores[(split.domain, split.split)] = sc
                 candidate_frames.append(_candidate_rows(split, sc, fit.temperature, run, config.k))
+            from_cache[f"{name}/test"] = scores_cache.misses == 0
+            scores_cache.hits = scores_cache.misses = 0
         with stage(timings, f"{name}/pooled"):
             rank_frames.append(_ranks(system, tests, test_scores, scores_cache, name, protocol, seed))
+            from_cache[f"{name}/pooled"] = scores_cache.misses == 0
+            scores_cache.hits = scores_cache.misses = 0
         systems_record[name] = {"fingerprint": system.fingerprint(), "fit": fit_record, "seed": seed}
     candidates = pd.concat(candidate_frames, ignore_index=True)
     validate_candidates(candidates, "candidates (rqa stage)")
@@ -248,16 +261,18 @@ def run_rqa(
     atomic_write_parquet(out_dir / "candidates.parquet", merged.sort_values(sort_keys, ignore_index=True))
     atomic_write_parquet(out_dir / "rqa_ranks.parquet", pd.concat(rank_frames, ignore_index=True))
     atomic_write_parquet(out_dir / "rqa_temperatures.parquet", pd.DataFrame(temp_rows))
+    config_record = {
+        "systems": list(config.systems),
+        "k": config.k,
+        "subset": config.subset,
+        "seed": config.seed,
+        "finetune": config.finetune.__dict__,
+    }
+    _add_compute_times(out_dir / "manifest.json", timings, from_cache, config_record)
     entry = {
         "stage": "rqa",
         "protocol": protocol,
-        "config": {
-            "systems": list(config.systems),
-            "k": config.k,
-            "subset": config.subset,
-            "seed": config.seed,
-            "finetune": config.finetune.__dict__,
-        },
+        "config": config_record,
         "systems": systems_record,
         "inputs_sha256": inputs,
         "versions": _versions(),
@@ -317,6 +332,30 @@ def _ranks(
     frame = pd.DataFrame(rows)
     frame["gold_rank_pooled"] = frame["gold_rank_pooled"].astype("Int64")
     return frame
+
+
+def _add_compute_times(
+    manifest_path: Path, timings: dict[str, Any], from_cache: dict[str, bool], config: dict[str, Any]
+) -> None:
+    """Give every step ``compute_s``: what computing it cost, also when this run read it from cache.
+
+    ``wall_s`` is this invocation's time; for a step served from the cache, ``compute_s`` is
+    carried over from the previous manifest of the same configuration (the run that computed it).
+    """
+    previous: dict[str, Any] = {}
+    if manifest_path.exists():
+        old = json.loads(manifest_path.read_text()).get("stages", {}).get("rqa", {})
+        if old.get("config", {}).get("subset") == config["subset"] and old.get("config", {}).get(
+            "finetune"
+        ) == json.loads(json.dumps(config["finetune"])):
+            previous = old.get("timings", {})
+    for step, record in timings.items():
+        cached = from_cache.get(step, False)
+        record["from_cache"] = cached
+        before = previous.get(step, {})
+        record["compute_s"] = (
+            before.get("compute_s", before.get("wall_s")) if cached and before else record["wall_s"]
+        )
 
 
 def _update_manifest(path: Path, stage_name: str, entry: dict[str, Any]) -> None:

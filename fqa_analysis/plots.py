@@ -22,6 +22,8 @@ __all__ = [
     "plot_agreement",
     "plot_explanation_lengths",
     "plot_label_distribution",
+    "plot_recall_curves",
+    "plot_reliability",
     "system_color",
 ]
 
@@ -120,4 +122,48 @@ def plot_explanation_lengths(feedback: pd.DataFrame, ax: Axes | None = None, cli
     ax.invert_yaxis()
     ax.set_xlim(0, clip)
     ax.set_xlabel("words in the explanation")
+    return ax
+
+
+def plot_recall_curves(curve: pd.DataFrame, system: str = "rqa", ax: Axes | None = None) -> Axes:
+    """Recall@k against k, one line per system (from :func:`~fqa_analysis.metrics.recall_curve`).
+
+    A vertical line marks k = 5, the candidates the reranker sees: recall@5 is the ceiling of
+    top-5 reranking.
+    """
+    ax = _axes(ax, (7, 3.6))
+    for name, group in curve.groupby(system, sort=False):
+        ax.plot(
+            group["k"],
+            group["recall"],
+            marker="o",
+            markersize=3,
+            label=str(name),
+            color=system_color(str(name)),
+        )
+    ax.axvline(5, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xlabel("k")
+    ax.set_ylabel("recall@k (micro)")
+    ax.set_ylim(0, 1)
+    ax.legend(frameon=False)
+    return ax
+
+
+def plot_reliability(
+    confidence: np.ndarray, correct: np.ndarray, label: str, bins: int = 10, ax: Axes | None = None
+) -> Axes:
+    """Reliability diagram: accuracy against mean confidence per equal-width bin (point size ~ count)."""
+    from fqa_analysis.calibration import reliability
+
+    ax = _axes(ax, (4, 4))
+    conf, acc, n = reliability(confidence, correct, bins)
+    used = n > 0
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=0.8)
+    ax.plot(conf[used], acc[used], color=system_color(label), label=label)
+    ax.scatter(conf[used], acc[used], s=10 + 200 * n[used] / n.sum(), color=system_color(label))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence (top-1 P_theta)")
+    ax.set_ylabel("accuracy")
+    ax.legend(frameon=False, loc="upper left")
     return ax

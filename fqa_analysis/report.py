@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-__all__ = ["ci_table"]
+__all__ = ["canonical_order", "ci_table", "failure_examples"]
+
+_DOMAIN_ORDER = ("Australia", "CDC", "UK", "WHO", "overall (micro)", "overall (macro)", "Quebec")
+
+
+def canonical_order(labels: Sequence[str]) -> list[str]:
+    """Order test-set labels as the book's tables do: the four feedback domains, overall, then Quebec.
+
+    Example:
+        >>> canonical_order(["Quebec (test_old_faq_coll4)", "overall (micro)", "WHO", "Australia"])
+        ['Australia', 'WHO', 'overall (micro)', 'Quebec (test_old_faq_coll4)']
+    """
+
+    def key(label: str) -> tuple[int, str]:
+        for i, prefix in enumerate(_DOMAIN_ORDER):
+            if label == prefix or label.startswith(prefix + " ("):
+                return (i, label)
+        return (len(_DOMAIN_ORDER), label)
+
+    return sorted(labels, key=key)
 
 
 def ci_table(
@@ -36,9 +57,58 @@ def ci_table(
     wide = cells.pivot(index=rows, columns=columns, values="cell")
     if row_order is not None:
         wide = wide.reindex(list(row_order))
-    wide = wide.reindex(
-        columns=list(column_order) if column_order is not None else list(dict.fromkeys(long[columns]))
-    )
+    labels = list(dict.fromkeys(long[columns]))
+    wide = wide.reindex(columns=list(column_order) if column_order is not None else canonical_order(labels))
     wide.columns.name = None
     wide.index.name = rows
     return wide
+
+
+def failure_examples(
+    candidates: pd.DataFrame,
+    ranks: pd.DataFrame,
+    data_dir: Path,
+    rqa: str,
+    n: int = 5,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Seeded sample of test questions an RQA system (alone) answers wrongly, with both passages.
+
+    Returns:
+        ``domain, question, answered (title | headers), gold (title | headers), gold_rank``.
+    """
+    from fqa_analysis.data import load_qa_split
+
+    top1 = candidates[
+        (candidates["rqa"] == rqa) & (candidates["reranker"] == "none") & (candidates["rqa_rank"] == 1)
+    ]
+    wrong = top1[~top1["is_gold"]].sample(n=min(n, int((~top1["is_gold"]).sum())), random_state=seed)
+    sub = ranks[ranks["rqa"] == rqa]
+    keyed = {
+        (str(d), str(s), int(q)): int(g)
+        for d, s, q, g in zip(sub["domain"], sub["split"], sub["question_id"], sub["gold_rank"], strict=True)
+    }
+    pools: dict[tuple[str, str], Any] = {}
+    rows = []
+    for rec in wrong.to_dict("records"):
+        r: Any = pd.Series(rec)
+        key = (str(r.domain), str(r.split))
+        if key not in pools:
+            pools[key] = load_qa_split(data_dir, *key)
+        split = pools[key]
+        gold_id = next(q.passage_id for q in split.questions if q.question_id == r.question_id)
+
+        def short(pid: int, split: Any = split) -> str:
+            p = split.passages[pid]
+            return " | ".join([p.page_title, *p.section_headers])
+
+        rows.append(
+            {
+                "domain": r.domain,
+                "question": r.question,
+                "answered": short(int(r.passage_id)),
+                "gold": short(gold_id),
+                "gold_rank": keyed[(str(r.domain), str(r.split), int(r.question_id))],
+            }
+        )
+    return pd.DataFrame(rows)

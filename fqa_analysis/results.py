@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pandas as pd
 from fqa_analysis.candidates import validate_candidates
 from fqa_analysis.errors import DataError, DataProblem
 
-__all__ = ["load_candidates", "load_manifest", "load_table"]
+__all__ = ["load_candidates", "load_manifest", "load_table", "results_dir"]
 
 FIX = "run `fqa run` to produce it, or check out the committed results/ folder"
 
@@ -48,3 +49,17 @@ def load_manifest(results_dir: Path) -> dict[str, Any]:
         raise DataError(DataProblem(path, "(whole file)", "the manifest does not exist", FIX))
     manifest: dict[str, Any] = json.loads(path.read_text())
     return manifest
+
+
+def results_dir() -> Path:
+    """``$FQA_RESULTS_DIR``, else the ``results/`` folder of the project (found from the cwd upwards)."""
+    env = os.environ.get("FQA_RESULTS_DIR")
+    if env:
+        return Path(env)
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").exists() and (folder / "results").is_dir():
+            return folder / "results"
+    raise DataError(
+        DataProblem(here, "(results folder)", "no results/ folder above the working directory", FIX)
+    )

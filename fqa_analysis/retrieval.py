@@ -280,12 +280,12 @@ class FineTunedSystem(DenseSystem):
             self.weights, self._model = best, None
             import json
 
-            return dict(json.loads(done.read_text()))
+            return {**json.loads(done.read_text()), "from_cache": True}
         torch.set_num_threads(self.finetune.threads)
         history = _train(self, train, valid, folder)
         atomic_write_json(done, history)
         self.weights, self._model = best, None
-        return history
+        return {**history, "from_cache": False}
 
 
 def _valid_accuracy(system: DenseSystem, valid: Sequence[QASplit]) -> float:

@@ -53,3 +53,23 @@ def test_cache_helpers(tmp_path: Path) -> None:
     # sha256 of the 13 bytes '{\n "b": 1\n}\n', computed independently
     assert file_sha256(path) == hashlib.sha256(b'{\n "b": 1\n}\n').hexdigest()
     assert not list(tmp_path.rglob("*.part"))
+
+
+def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:
+    from fqa_analysis.pipeline import _add_compute_times
+
+    manifest = tmp_path / "manifest.json"
+    config = {"subset": None, "finetune": {"epochs": 4}}
+    old = {
+        "stages": {
+            "rqa": {"config": config, "timings": {"a/fit": {"wall_s": 900.0}, "a/test": {"wall_s": 60.0}}}
+        }
+    }
+    atomic_write_json(manifest, old)
+    timings = {"a/fit": {"wall_s": 0.5}, "a/test": {"wall_s": 70.0}}
+    _add_compute_times(manifest, timings, {"a/fit": True, "a/test": False}, config)
+    assert timings["a/fit"] == {"wall_s": 0.5, "from_cache": True, "compute_s": 900.0}
+    assert timings["a/test"]["compute_s"] == 70.0  # recomputed: this run's time
+    other = {"a/fit": {"wall_s": 0.5}}
+    _add_compute_times(manifest, other, {"a/fit": True}, {"subset": 8, "finetune": {"epochs": 4}})
+    assert other["a/fit"]["compute_s"] == 0.5  # a different configuration's times are not borrowed

@@ -1,10 +1,6 @@
 """Write book/data.ipynb (cells only; `make notebooks` executes it and stores outputs)."""
 
-from pathlib import Path
-
-import nbformat as nbf
-
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+from nbgen import code, md, write
 
 cells = [
     md(
@@ -110,6 +106,4 @@ cells = [
     ),
 ]
 
-nb = nbf.v4.new_notebook(cells=cells)
-nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-Path("book/data.ipynb").write_text(nbf.writes(nb))
+write("book/data.ipynb", cells)
