@@ -359,6 +359,7 @@ def parse_qa_split(
             continue
         passages.append(passage)
     questions: list[Question] = []
+    seen_ids: dict[int, int] = {}
     for i, ex in enumerate(examples):
         item = f"examples[{i}]"
         if not isinstance(ex, dict):
@@ -384,8 +385,21 @@ def parse_qa_split(
             continue
         if text is None:
             continue
-        qid = ex["id"] if _is_int(ex["id"]) else i
-        questions.append(Question(domain, split, qid, text, pid))
+        if not _is_int(ex["id"]):
+            problems.append(DataProblem(path, item, f"'id' must be an integer, got {ex['id']!r}", FETCH_HINT))
+            continue
+        if ex["id"] in seen_ids:
+            problems.append(
+                DataProblem(
+                    path,
+                    item,
+                    f"'id' {ex['id']} repeats examples[{seen_ids[ex['id']]}]; results are keyed by it",
+                    FETCH_HINT,
+                )
+            )
+            continue
+        seen_ids[ex["id"]] = i
+        questions.append(Question(domain, split, ex["id"], text, pid))
     if problems:
         return None, problems
     return QASplit(domain, split, path, tuple(questions), tuple(passages)), problems

@@ -49,6 +49,7 @@ def _delete(path: list[Any]) -> Callable[[Any], None]:
 CASES = [
     ("UK/test.json", _delete(["examples", 1, "passage_id"]), "examples[1]", "missing field(s) 'passage_id'"),
     ("UK/test.json", _set(["examples", 0, "question"], "   "), "examples[0]", "the question is empty"),
+    ("UK/train.json", _set(["examples", 1, "id"], 0), "examples[1]", "'id' 0 repeats examples[0]"),
     (
         "UK/test.json",
         _set(["examples", 1, "passage_id"], 7),
