@@ -1,0 +1,162 @@
+"""Training data of the feedback rerankers (pure: no torch, no model).
+
+* Which feedback a protocol trains on (DESIGN §3): ``paper`` = every domain's feedback_train,
+  model selection on feedback_valid; ``available`` = WHO feedback_train + the four feedback_valid
+  files, model selection on a held-out 20% of those questions (grouped by question, stratified by
+  domain, fixed seed). Test files are never used.
+* The target of each loss: ``kl`` = the annotators' rating distribution; ``ce_annotator`` = one
+  one-hot example per annotator rating; ``ce_majority`` = the one-hot majority label (ties to the
+  lower rating, :func:`fqa_analysis.ratings.majority_label`).
+* Pseudo-ratings for the vanilla reranker (no feedback): from the QA train sets, the gold passage
+  is rated Excellent and the RQA's top non-gold candidates Bad.
+
+Example:
+    >>> item = RatedPair("WHO", "q", "a", ("Excellent", "Acceptable"), "feedback")
+    >>> [t.tolist() for _, _, t in training_examples([item], "kl")]
+    [[0.0, 0.0, 0.5, 0.5]]
+    >>> [t.tolist() for _, _, t in training_examples([item], "ce_annotator")]
+    [[0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 1.0, 0.0]]
+    >>> [t.tolist() for _, _, t in training_examples([item], "ce_majority")]
+    [[0.0, 0.0, 1.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from fqa_analysis.data import FEEDBACK_DOMAINS, FeedbackItem, FeedbackSplit, QASplit
+from fqa_analysis.ratings import LABELS, majority_label, rating_distribution, rating_value
+
+__all__ = [
+    "Loss",
+    "RatedPair",
+    "feedback_training_sets",
+    "holdout_by_question",
+    "pseudo_rated_pairs",
+    "training_examples",
+]
+
+Loss = Literal["kl", "ce_annotator", "ce_majority"]
+LOSSES: tuple[str, ...] = ("kl", "ce_annotator", "ce_majority")
+
+
+@dataclass(frozen=True)
+class RatedPair:
+    """A (question, passage) pair with its ratings, from feedback or pseudo-rated QA data."""
+
+    domain: str
+    question: str
+    passage_text: str
+    ratings: tuple[str, ...]
+    source: str
+
+
+def _pair(item: FeedbackItem) -> RatedPair:
+    return RatedPair(item.domain, item.question, item.passage.text, item.ratings, "feedback")
+
+
+def holdout_by_question(
+    items: Sequence[FeedbackItem], fraction: float = 0.2, seed: int = 0
+) -> tuple[list[FeedbackItem], list[FeedbackItem]]:
+    """Split items into (train, held-out), whole questions at a time, stratified by domain.
+
+    In every domain ``round(fraction * questions)`` questions (at least one when the domain has
+    two or more) are drawn with a generator seeded by ``seed``; all items of a drawn question
+    are held out, so no question is on both sides.
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must lie in (0, 1), got {fraction}")
+    rng = np.random.default_rng(seed)
+    held: set[tuple[str, str]] = set()
+    for domain in sorted({it.domain for it in items}):
+        questions = sorted({it.question for it in items if it.domain == domain})
+        n = round(fraction * len(questions))
+        if len(questions) >= 2:
+            n = min(max(n, 1), len(questions) - 1)
+        for i in rng.choice(len(questions), size=n, replace=False):
+            held.add((domain, questions[int(i)]))
+    train = [it for it in items if (it.domain, it.question) not in held]
+    select = [it for it in items if (it.domain, it.question) in held]
+    return train, select
+
+
+def feedback_training_sets(
+    protocol: str,
+    train: Sequence[FeedbackSplit],
+    valid: Sequence[FeedbackSplit],
+    fraction: float = 0.2,
+    seed: int = 0,
+) -> tuple[list[RatedPair], list[RatedPair]]:
+    """The (training, model-selection) feedback pairs of a protocol (DESIGN §3).
+
+    Args:
+        protocol: ``paper`` or ``available``.
+        train: The feedback_train splits that exist.
+        valid: The feedback_valid splits of the four domains.
+        fraction: Held-out share of questions (``available`` only).
+        seed: Seed of the held-out draw (``available`` only).
+    """
+    if protocol == "paper":
+        domains = {s.domain for s in train}
+        missing = [d for d in FEEDBACK_DOMAINS if d not in domains]
+        if missing:
+            raise ValueError(f"the paper protocol needs feedback_train of every domain; missing: {missing}")
+        return (
+            [_pair(it) for s in train for it in s.items],
+            [_pair(it) for s in valid for it in s.items],
+        )
+    if protocol == "available":
+        pool = [it for s in train if s.domain == "WHO" for it in s.items]
+        pool += [it for s in valid for it in s.items]
+        fit, select = holdout_by_question(pool, fraction, seed)
+        return [_pair(it) for it in fit], [_pair(it) for it in select]
+    raise ValueError(f"unknown protocol {protocol!r}; use 'paper' or 'available'")
+
+
+def pseudo_rated_pairs(
+    splits: Sequence[QASplit], negatives: dict[tuple[str, int], Sequence[int]], per_question: int = 1
+) -> list[RatedPair]:
+    """Pseudo-ratings from QA data: the gold passage Excellent, RQA top non-gold candidates Bad.
+
+    Args:
+        splits: QA train splits.
+        negatives: For (domain, question_id), the RQA's ranked passage ids (best first).
+        per_question: Bad examples per question (the first non-gold candidates).
+    """
+    pairs = []
+    for split in splits:
+        for q in split.questions:
+            pairs.append(
+                RatedPair(
+                    split.domain, q.question, split.passages[q.passage_id].text, ("Excellent",), "pseudo"
+                )
+            )
+            ranked = negatives.get((split.domain, q.question_id), [])
+            bad = [pid for pid in ranked if pid != q.passage_id][:per_question]
+            pairs += [
+                RatedPair(split.domain, q.question, split.passages[pid].text, ("Bad",), "pseudo")
+                for pid in bad
+            ]
+    return pairs
+
+
+def training_examples(pairs: Sequence[RatedPair], loss: str) -> list[tuple[str, str, np.ndarray]]:
+    """``(question, passage_text, target distribution)`` per training example for a loss."""
+    out: list[tuple[str, str, np.ndarray]] = []
+    eye = np.eye(len(LABELS))
+    for p in pairs:
+        if loss == "kl":
+            out.append((p.question, p.passage_text, rating_distribution(p.ratings)))
+        elif loss == "ce_annotator":
+            out += [(p.question, p.passage_text, eye[rating_value(r)]) for r in p.ratings]
+        elif loss == "ce_majority":
+            out.append(
+                (p.question, p.passage_text, eye[rating_value(majority_label(p.ratings, tie="lower"))])
+            )
+        else:
+            raise ValueError(f"unknown loss {loss!r}; use one of {', '.join(LOSSES)}")
+    return out

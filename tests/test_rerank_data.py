@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fqa_analysis import data
+from fqa_analysis.rerank_data import (
+    RatedPair,
+    feedback_training_sets,
+    holdout_by_question,
+    pseudo_rated_pairs,
+    training_examples,
+)
+
+
+def _items(tiny: Path, split: str) -> list[data.FeedbackSplit]:
+    return [data.load_feedback_split(tiny, d, split) for d in data.FEEDBACK_DOMAINS]
+
+
+def test_holdout_is_grouped_by_question_and_stratified(tiny_data: Path) -> None:
+    items = [it for s in _items(tiny_data, "valid") for it in s.items]  # 4 domains x 2 questions x 2 items
+    train, held = holdout_by_question(items, fraction=0.2, seed=0)
+    assert len(train) + len(held) == len(items)
+    held_q = {(it.domain, it.question) for it in held}
+    assert not held_q & {(it.domain, it.question) for it in train}
+    # round(0.2 * 2) = 0, raised to one question per domain: 4 questions, 2 items each.
+    assert len(held_q) == 4 and len(held) == 8
+    again, _ = holdout_by_question(items, fraction=0.2, seed=0)
+    assert [it.item_id for it in again] == [it.item_id for it in train]
+
+
+def test_available_protocol_uses_who_train_and_all_valid(tiny_data: Path) -> None:
+    train = [data.load_feedback_split(tiny_data, "WHO", "train")]
+    fit, select = feedback_training_sets("available", train, _items(tiny_data, "valid"))
+    assert len(fit) + len(select) == 4 + 16
+    assert {p.source for p in fit} == {"feedback"}
+    with pytest.raises(ValueError, match="missing"):
+        feedback_training_sets("paper", train, _items(tiny_data, "valid"))
+
+
+def test_pseudo_ratings_gold_excellent_top_non_gold_bad(tiny_data: Path) -> None:
+    split = data.load_qa_split(tiny_data, "WHO", "train")  # q0 gold 0, q1 gold 1
+    pairs = pseudo_rated_pairs([split], {("WHO", 0): [0, 2, 1], ("WHO", 1): [1, 0]}, per_question=1)
+    assert [(p.ratings, p.passage_text.split("\n")[0]) for p in pairs] == [
+        (("Excellent",), "WHO page 0"),
+        (("Bad",), "WHO page 2"),
+        (("Excellent",), "WHO page 1"),
+        (("Bad",), "WHO page 0"),
+    ]
+
+
+def test_majority_tie_goes_to_the_lower_rating() -> None:
+    pair = RatedPair("WHO", "q", "a", ("Bad", "Excellent"), "feedback")
+    (example,) = training_examples([pair], "ce_majority")
+    assert example[2].tolist() == [1.0, 0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="unknown loss"):
+        training_examples([pair], "mse")
