@@ -14,11 +14,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from fqa_analysis import data
 from fqa_analysis.datacheck import check_data
 from fqa_analysis.errors import DataError
 from fqa_analysis.fetch import fetch
+from fqa_analysis.rerank import RerankConfig
+from fqa_analysis.rerank_stage import VARIANTS
 from fqa_analysis.retrieval import SYSTEMS, FineTuneConfig
 
 __all__ = ["main"]
@@ -39,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     check_p.add_argument("--data-dir", type=Path, help=dir_help)
 
     run_p = sub.add_parser("run", help="run pipeline stages (cached, resumable)")
-    run_p.add_argument("stage", nargs="?", default="all", choices=["all", "rqa"], help="stage (default: all)")
+    run_p.add_argument(
+        "stage", nargs="?", default="all", choices=["all", "rqa", "rerank"], help="stage (default: all)"
+    )
     run_p.add_argument("--data-dir", type=Path, help=dir_help)
     run_p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: results)")
     run_p.add_argument(
@@ -49,7 +54,13 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated RQA systems")
     run_p.add_argument("--seed", type=int, default=0, help="training seed")
     run_p.add_argument("--epochs", type=int, default=FineTuneConfig.epochs, help="fine-tuning epochs")
-    run_p.add_argument("--max-steps", type=int, help="stop fine-tuning after N steps (smoke runs)")
+    run_p.add_argument("--max-steps", type=int, help="stop every training after N steps (smoke runs)")
+    run_p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated reranker variants")
+    run_p.add_argument("--seeds", default="0,1,2", help="comma-separated reranker training seeds")
+    run_p.add_argument(
+        "--frozen-layers", type=int, default=RerankConfig.frozen_layers, help="reranker layers run once"
+    )
+    run_p.add_argument("--rerank-epochs", type=int, default=RerankConfig.epochs, help="reranker epochs")
     return parser
 
 
@@ -100,13 +111,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"error: unknown system(s) {unknown}; choose from {', '.join(SYSTEMS)}", file=sys.stderr)
         return 2
-    finetune = FineTuneConfig(epochs=args.epochs, seed=args.seed, max_steps=args.max_steps)
-    config = RQARunConfig(systems=systems, subset=args.subset, seed=args.seed, finetune=finetune)
-    entry = run_rqa(data_dir, args.out, config, args.cache_dir)
-    for name, timing in entry["timings"].items():
-        print(f"{name:28s} {timing['wall_s']:9.1f} s  peak {timing['peak_rss_mb']:8.1f} MiB")
-    print(f"rqa stage done: {args.out}/candidates.parquet, rqa_ranks.parquet, manifest.json")
+    if args.stage in ("all", "rqa"):
+        finetune = FineTuneConfig(epochs=args.epochs, seed=args.seed, max_steps=args.max_steps)
+        config = RQARunConfig(systems=systems, subset=args.subset, seed=args.seed, finetune=finetune)
+        _report(run_rqa(data_dir, args.out, config, args.cache_dir))
+    if args.stage in ("all", "rerank"):
+        from fqa_analysis.rerank_stage import RerankRunConfig, run_rerank
+
+        variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+        bad = [v for v in variants if v not in VARIANTS]
+        if bad:
+            print(f"error: unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
+            return 2
+        model = RerankConfig(
+            frozen_layers=args.frozen_layers, epochs=args.rerank_epochs, max_steps=args.max_steps
+        )
+        seeds = tuple(int(s) for s in args.seeds.split(","))
+        rerank = RerankRunConfig(variants=variants, seeds=seeds, model=model, subset=args.subset)
+        _report(run_rerank(data_dir, args.out, rerank, args.cache_dir))
     return 0
+
+
+def _report(entry: dict[str, Any]) -> None:
+    for name, timing in entry["timings"].items():
+        print(f"{name:36s} {timing['wall_s']:9.1f} s  peak {timing['peak_rss_mb']:8.1f} MiB")
+    print(f"stage {entry['stage']} done")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""CI smoke test: `fqa run rqa --subset` end to end on the real data (minutes, not a unit test).
+"""CI smoke test: `fqa run rqa --subset` then `fqa run rerank --subset`, end to end on the real data.
 
 Runs by `make smoke` (part of `make test`); needs the data (`make data`) and the model packages.
 """
@@ -14,6 +14,7 @@ import pytest
 
 from fqa_analysis.candidates import validate_candidates
 from fqa_analysis.cli import main
+from fqa_analysis.rerank_stage import VARIANTS
 
 SUBSET = 6
 SYSTEMS = ["bm25", "minilm", "minilm_ft"]
@@ -41,7 +42,25 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, flo
     assert main(argv) == 0
     start = time.perf_counter()
     assert main(argv) == 0  # second run: everything from the cache
-    return out, cache, time.perf_counter() - start
+    rerun_s = time.perf_counter() - start
+    rerank = [
+        "run",
+        "rerank",
+        "--subset",
+        str(SUBSET),
+        "--seeds",
+        "0",
+        "--rerank-epochs",
+        "1",
+        "--max-steps",
+        "2",
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+    ]
+    assert main(rerank) == 0
+    return out, cache, rerun_s
 
 
 def test_candidates_follow_the_contract(smoke_run: tuple[Path, Path, float]) -> None:
@@ -49,8 +68,8 @@ def test_candidates_follow_the_contract(smoke_run: tuple[Path, Path, float]) -> 
     candidates = pd.read_parquet(out / "candidates.parquet")
     assert validate_candidates(candidates, out / "candidates.parquet") == 5
     assert sorted(candidates["rqa"].unique()) == sorted(SYSTEMS)
-    assert set(candidates["reranker"]) == {"none"}
-    assert len(candidates) == len(SYSTEMS) * TEST_SETS * SUBSET * 5
+    assert set(candidates["reranker"]) == {"none", *VARIANTS}
+    assert len(candidates) == (1 + len(VARIANTS)) * len(SYSTEMS) * TEST_SETS * SUBSET * 5
     assert set(candidates["protocol"]) == {"available"}
 
 
@@ -76,9 +95,32 @@ def test_rerun_is_cached_and_identical(smoke_run: tuple[Path, Path, float]) -> N
     assert rerun_s < 60, f"a cached rerun took {rerun_s:.0f} s"
     assert list((cache / "scores").rglob("*.npy"))
     candidates = pd.read_parquet(out / "candidates.parquet")
+    candidates = candidates[candidates["reranker"] == "none"]
     # The ranks in candidates agree with the gold ranks: gold in the top 5 exactly when rank <= 5.
     ranks = pd.read_parquet(out / "rqa_ranks.parquet")
     keys = ["rqa", "domain", "split", "question_id"]
     hit = candidates.groupby(keys)["is_gold"].any()
     merged = ranks.set_index(keys)["gold_rank"].le(5)
     assert hit.sort_index().tolist() == merged.sort_index().tolist()
+
+
+def test_rerankers_score_every_rqa_with_the_same_model(smoke_run: tuple[Path, Path, float]) -> None:
+    out, _, _ = smoke_run
+    candidates = pd.read_parquet(out / "candidates.parquet")
+    reranked = candidates[candidates["reranker"] == "feedback_kl"]
+    # Decoupling: a (question, passage) pair gets the same P_phi whichever RQA proposed it.
+    spread = reranked.groupby(["domain", "split", "question_id", "passage_id"])["p_excellent"].agg(
+        ["min", "max"]
+    )
+    assert (spread["max"] - spread["min"]).max() < 1e-9
+    predictions = pd.read_parquet(out / "rating_predictions.parquet")
+    assert set(predictions["reranker"]) == set(VARIANTS)
+    assert (
+        predictions[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]]
+        .sum(axis=1)
+        .round(6)
+        .eq(1)
+        .all()
+    )
+    stage = json.loads((out / "manifest.json").read_text())["stages"]["rerank"]
+    assert stage["scored_pairs"] > 0 and "lower_layers" in stage["timings"]

@@ -1,0 +1,267 @@
+"""Feedback rerankers: a MiniLM cross-encoder with a 4-way rating head (loads models).
+
+Speed design (DESIGN §6, issue 4 §7): the lower ``frozen_layers`` transformer layers of
+all-MiniLM-L6-v2 are run ONCE for every (question, passage) pair any variant, seed or RQA system
+needs, and their outputs are cached on disk (fp16, chunked, resumable). Each reranker then trains
+and scores only the top layers and the head on those cached states, so the 15 models of the stage
+(5 variants x 3 seeds) share the expensive part. ``frozen_layers = 0`` trains the whole model
+(slower; the full-quality configuration).
+
+P_phi(y | Q, A) is the softmax of the head; the loss is the cross-entropy with a soft target,
+which for the ``kl`` target (the annotator distribution) has the same gradients as
+KL(target || P_phi), and for one-hot targets is plain cross-entropy.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from fqa_analysis.cache import atomic_write_json, atomic_write_npy, content_key
+from fqa_analysis.retrieval import minilm_path
+
+__all__ = ["PairStates", "RerankConfig", "encode_pairs", "predict", "train_reranker"]
+
+CACHE_VERSION = "rerank-1"
+N_CLASSES = 4
+CHUNK = 512
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """Cross-encoder reranker settings (shared by every variant and seed of a stage)."""
+
+    max_len: int = 128
+    frozen_layers: int = 4
+    epochs: int = 4
+    batch_size: int = 32
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    warmup: float = 0.1
+    threads: int = 2
+    #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
+    max_steps: int | None = None
+
+
+def pair_id(question: str, passage: str) -> str:
+    """Stable id of a (question, passage) pair."""
+    return hashlib.sha1(f"{question}\x1f{passage}".encode()).hexdigest()
+
+
+class PairStates:
+    """Cached lower-layer hidden states of pairs: ``states(ids) -> (hidden, mask)`` tensors."""
+
+    def __init__(self, folder: Path, index: dict[str, tuple[int, int]], n_chunks: int) -> None:
+        self.folder = folder
+        self.index = index
+        self._hidden = [np.load(folder / f"hidden_{i}.npy", mmap_mode="r") for i in range(n_chunks)]
+        self._lengths = [np.load(folder / f"lengths_{i}.npy") for i in range(n_chunks)]
+
+    def length(self, pid: str) -> int:
+        """Token count of a pair."""
+        c, r = self.index[pid]
+        return int(self._lengths[c][r])
+
+    def batch(self, ids: Sequence[str]) -> tuple[Any, Any]:
+        """Hidden states padded to the longest pair of the batch, and the attention mask."""
+        import torch
+
+        lengths = [self.length(i) for i in ids]
+        width = max(lengths)
+        hidden = np.zeros((len(ids), width, self._hidden[0].shape[-1]), dtype=np.float32)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for j, (pid, n) in enumerate(zip(ids, lengths, strict=True)):
+            c, r = self.index[pid]
+            hidden[j, :n] = self._hidden[c][r, :n]
+            mask[j, :n] = 1
+        return torch.from_numpy(hidden), torch.from_numpy(mask)
+
+
+def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_root: Path) -> PairStates:
+    """Run the frozen lower layers over every distinct pair once (cached, chunked, resumable)."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    unique = sorted({(q, p) for q, p in pairs}, key=lambda qp: pair_id(*qp))
+    ids = [pair_id(q, p) for q, p in unique]
+    key = content_key(CACHE_VERSION, config.max_len, config.frozen_layers, ids)
+    folder = cache_root / "rerank_states" / key
+    n_chunks = (len(unique) + CHUNK - 1) // CHUNK
+    index = {pid: (i // CHUNK, i % CHUNK) for i, pid in enumerate(ids)}
+    todo = [c for c in range(n_chunks) if not (folder / f"lengths_{c}.npy").exists()]
+    if todo:
+        torch.set_num_threads(config.threads)
+        tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+        model = AutoModel.from_pretrained(minilm_path()).eval()
+        model.encoder.layer = model.encoder.layer[: config.frozen_layers]
+        hidden_size = model.config.hidden_size
+        with torch.inference_mode():
+            for c in tqdm(todo, desc="lower layers", unit="chunk"):
+                chunk = unique[c * CHUNK : (c + 1) * CHUNK]
+                out = np.zeros((len(chunk), config.max_len, hidden_size), dtype=np.float16)
+                lengths = np.zeros(len(chunk), dtype=np.int32)
+                order = sorted(range(len(chunk)), key=lambda i: len(chunk[i][0]) + len(chunk[i][1]))
+                for lo in range(0, len(order), 32):
+                    rows = order[lo : lo + 32]
+                    enc = tokenizer(
+                        [chunk[i][0] for i in rows],
+                        [chunk[i][1] for i in rows],
+                        padding=True,
+                        truncation="only_second",
+                        max_length=config.max_len,
+                        return_tensors="pt",
+                    )
+                    h = model(**enc).last_hidden_state.numpy().astype(np.float16)
+                    n = enc["attention_mask"].sum(dim=1).numpy()
+                    for j, i in enumerate(rows):
+                        out[i, : n[j]] = h[j, : n[j]]
+                        lengths[i] = n[j]
+                atomic_write_npy(folder / f"hidden_{c}.npy", out)
+                atomic_write_npy(folder / f"lengths_{c}.npy", lengths)  # written last: marks the chunk done
+        atomic_write_json(folder / "info.json", {"pairs": len(unique), "config": asdict(config)})
+    return PairStates(folder, index, n_chunks)
+
+
+class _Top:
+    """The trainable part: the top transformer layers of MiniLM and a 4-way head on [CLS]."""
+
+    def __init__(self, config: RerankConfig, seed: int) -> None:
+        import torch
+        from transformers import AutoModel
+
+        torch.manual_seed(seed)
+        base = AutoModel.from_pretrained(minilm_path())
+        self.base = base
+        self.layers = torch.nn.ModuleList(copy.deepcopy(base.encoder.layer[config.frozen_layers :]))
+        hidden = base.config.hidden_size
+        self.dropout = torch.nn.Dropout(base.config.hidden_dropout_prob)
+        self.head = torch.nn.Linear(hidden, N_CLASSES)
+        self.modules = torch.nn.ModuleList([self.layers, self.head])
+
+    def logits(self, hidden: Any, mask: Any) -> Any:
+        ext, _ = self.base._create_attention_masks(
+            attention_mask=mask,
+            encoder_attention_mask=None,
+            embedding_output=hidden,
+            encoder_hidden_states=None,
+            cache=None,
+        )
+        h = hidden
+        for layer in self.layers:
+            out = layer(h, attention_mask=ext)
+            h = out[0] if isinstance(out, tuple) else out
+        return self.head(self.dropout(h[:, 0]))
+
+
+def train_reranker(
+    examples: Sequence[tuple[str, np.ndarray]],
+    select: Sequence[tuple[str, np.ndarray]],
+    states: PairStates,
+    config: RerankConfig,
+    seed: int,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Train one reranker on cached states; keep the epoch with the lowest held-out KL.
+
+    Args:
+        examples: ``(pair id, target distribution)`` training examples.
+        select: Held-out ``(pair id, annotator distribution)`` for model selection.
+        states: Cached lower-layer states covering every pair id.
+        config: Settings.
+        seed: Seed of the head's initialisation, dropout and batch order.
+
+    Returns:
+        ``(state_dict of the best epoch, history)``.
+    """
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    torch.set_num_threads(config.threads)
+    top = _Top(config, seed)
+    params = list(top.modules.parameters())
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    steps_per_epoch = (len(examples) + config.batch_size - 1) // config.batch_size
+    total = steps_per_epoch * config.epochs
+    if config.max_steps is not None:
+        total = min(total, config.max_steps)
+    scheduler = get_linear_schedule_with_warmup(  # type: ignore[no-untyped-call]
+        optimizer, int(config.warmup * total), total
+    )
+    rng = np.random.default_rng([seed, 17])
+    targets = np.stack([t for _, t in examples]).astype(np.float32)
+    best: dict[str, Any] = {}
+    history: list[dict[str, float]] = []
+    best_kl, step = float("inf"), 0
+    for epoch in range(config.epochs):
+        if step >= total:
+            break
+        top.modules.train()
+        t0, losses = time.perf_counter(), []
+        order = rng.permutation(len(examples))
+        for lo in tqdm(
+            range(0, len(order), config.batch_size), desc=f"rerank epoch {epoch + 1}", leave=False
+        ):
+            if step >= total:
+                break
+            rows = order[lo : lo + config.batch_size]
+            hidden, mask = states.batch([examples[i][0] for i in rows])
+            logp = torch.log_softmax(top.logits(hidden, mask), dim=-1)
+            loss = -(torch.from_numpy(targets[rows]) * logp).sum(dim=-1).mean()
+            optimizer.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            scheduler.step()
+            losses.append(float(loss.detach()))
+            step += 1
+        probs = _predict(top, [s for s, _ in select], states, config)
+        sel_t = np.stack([t for _, t in select])
+        kl = float(
+            np.mean(
+                np.sum(
+                    np.where(sel_t > 0, sel_t * (np.log(np.maximum(sel_t, 1e-12)) - np.log(probs)), 0), axis=1
+                )
+            )
+        )
+        history.append(
+            {
+                "epoch": epoch + 1,
+                "loss": float(np.mean(losses)),
+                "select_kl": kl,
+                "wall_s": time.perf_counter() - t0,
+            }
+        )
+        if kl < best_kl:
+            best_kl = kl
+            best = {k: v.detach().clone() for k, v in top.modules.state_dict().items()}
+    return best, {"epochs": history, "best_select_kl": best_kl, "steps": step}
+
+
+def _predict(top: _Top, ids: Sequence[str], states: PairStates, config: RerankConfig) -> np.ndarray:
+    import torch
+
+    top.modules.eval()
+    order = sorted(range(len(ids)), key=lambda i: states.length(ids[i]))
+    out = np.zeros((len(ids), N_CLASSES))
+    with torch.inference_mode():
+        for lo in range(0, len(order), 64):
+            rows = order[lo : lo + 64]
+            hidden, mask = states.batch([ids[i] for i in rows])
+            out[rows] = torch.softmax(top.logits(hidden, mask), dim=-1).numpy()
+    return out
+
+
+def predict(
+    weights: dict[str, Any], ids: Sequence[str], states: PairStates, config: RerankConfig
+) -> np.ndarray:
+    """P_phi(y | Q, A) for every pair id (rows sum to 1), from trained weights."""
+    top = _Top(config, seed=0)
+    top.modules.load_state_dict(weights)
+    return _predict(top, ids, states, config)

@@ -1,0 +1,219 @@
+"""Stage ``rerank`` of ``fqa run``: train every reranker variant x seed once, score every RQA.
+
+The paper's decoupling: one trained reranker rescores the candidates of every RQA system; it is
+never retrained per RQA. Outputs (appended to ``results/``):
+
+* ``candidates.parquet``: for each RQA system x variant x seed, the RQA's top-k rows with the
+  reranker's four ``p_*`` columns filled;
+* ``rating_predictions.parquet``: P_phi for every feedback_test item (3 annotators each) per
+  variant x seed, for the rating-quality analysis;
+* ``manifest.json``: stage ``rerank`` with configs, per-step wall time and memory.
+
+Variants: ``feedback_kl``, ``feedback_ce_annotator``, ``feedback_ce_majority`` (feedback only,
+three losses); ``vanilla`` (pseudo-ratings from the QA train sets, no feedback: gold passage
+Excellent, BM25's top non-gold passage Bad); ``combined`` (pseudo-ratings + feedback, KL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fqa_analysis import data
+from fqa_analysis.cache import atomic_write_npy, atomic_write_parquet, content_key, default_cache_root
+from fqa_analysis.calibration import top_k
+from fqa_analysis.candidates import RATING_COLUMNS, validate_candidates
+from fqa_analysis.pipeline import _git_commit, _update_manifest, _versions
+from fqa_analysis.profiling import stage
+from fqa_analysis.rerank import CACHE_VERSION, RerankConfig, encode_pairs, pair_id, predict, train_reranker
+from fqa_analysis.rerank_data import RatedPair, feedback_training_sets, pseudo_rated_pairs, training_examples
+from fqa_analysis.retrieval import BM25System
+
+__all__ = ["VARIANTS", "RerankRunConfig", "run_rerank"]
+
+#: variant -> (training data, loss)
+VARIANTS: dict[str, tuple[str, str]] = {
+    "feedback_kl": ("feedback", "kl"),
+    "feedback_ce_annotator": ("feedback", "ce_annotator"),
+    "feedback_ce_majority": ("feedback", "ce_majority"),
+    "vanilla": ("pseudo", "kl"),
+    "combined": ("both", "kl"),
+}
+
+
+@dataclass(frozen=True)
+class RerankRunConfig:
+    """What ``fqa run rerank`` computes.
+
+    Attributes:
+        variants: Reranker variants to train.
+        seeds: Training seeds of every variant.
+        model: Cross-encoder settings.
+        subset: First N questions of every test split and N items of every feedback split (CI).
+        pseudo_questions: QA-train questions (all domains, seeded draw) that give pseudo-ratings.
+        pseudo_negatives: Bad pseudo-examples per question (BM25's top non-gold passages).
+        holdout: Held-out share of questions for model selection (``available`` protocol).
+    """
+
+    variants: tuple[str, ...] = tuple(VARIANTS)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    model: RerankConfig = field(default_factory=RerankConfig)
+    subset: int | None = None
+    pseudo_questions: int = 2000
+    pseudo_negatives: int = 1
+    holdout: float = 0.2
+
+
+def _pseudo_pairs(data_dir: Path, config: RerankRunConfig) -> tuple[list[RatedPair], list[RatedPair]]:
+    """Pseudo-rated (fit, select) pairs from a seeded draw of QA-train questions (BM25 negatives)."""
+    splits = [data.load_qa_split(data_dir, d, "train") for d in data.DOMAINS]
+    rng = np.random.default_rng(0)
+    everyone = [(s.domain, q.question_id) for s in splits for q in s.questions]
+    n = min(config.pseudo_questions if config.subset is None else config.subset * 2, len(everyone))
+    chosen = {everyone[int(i)] for i in rng.choice(len(everyone), size=n, replace=False)}
+    kept = []
+    negatives: dict[tuple[str, int], Sequence[int]] = {}
+    bm25 = BM25System()
+    for s in splits:
+        qs = [q for q in s.questions if (s.domain, q.question_id) in chosen]
+        if not qs:
+            continue
+        scores = bm25.score([q.question for q in qs], [p.text for p in s.passages])
+        ranked = top_k(scores, config.pseudo_negatives + 1)
+        negatives.update(
+            {(s.domain, q.question_id): list(map(int, r)) for q, r in zip(qs, ranked, strict=True)}
+        )
+        kept.append(data.QASplit(s.domain, s.split, s.path, tuple(qs), s.passages))
+    pairs = pseudo_rated_pairs(kept, negatives, config.pseudo_negatives)
+    held = {q for q in sorted({p.question for p in pairs}) if int(pair_id(q, "")[:8], 16) % 10 == 0}
+    return [p for p in pairs if p.question not in held], [p for p in pairs if p.question in held]
+
+
+def _ids(examples: Sequence[tuple[str, str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:
+    return [(pair_id(q, p), t) for q, p, t in examples]
+
+
+def run_rerank(
+    data_dir: Path, out_dir: Path, config: RerankRunConfig | None = None, cache_root: Path | None = None
+) -> dict[str, Any]:
+    """Run the rerank stage on top of the rqa stage's candidates in ``out_dir``."""
+    import torch
+
+    config = config or RerankRunConfig()
+    cache_root = cache_root or default_cache_root()
+    timings: dict[str, Any] = {}
+    protocol = data.training_protocol(data_dir)
+    with stage(timings, "data"):
+        fb = {s: data.available_feedback(data_dir, s) for s in data.FEEDBACK_SPLITS}
+        if config.subset is not None:
+            fb = {
+                s: [data.FeedbackSplit(f.domain, f.split, f.path, f.items[: config.subset]) for f in splits]
+                for s, splits in fb.items()
+            }
+        fb_fit, fb_select = feedback_training_sets(protocol, fb["train"], fb["valid"], config.holdout)
+        ps_fit, ps_select = _pseudo_pairs(data_dir, config)
+        candidates = pd.read_parquet(out_dir / "candidates.parquet")
+        rqa_rows = candidates[candidates["reranker"] == "none"].reset_index(drop=True)
+        pools = {
+            (d, s): data.load_qa_split(data_dir, d, s) for d in data.DOMAINS for s in data.test_splits(d)
+        }
+        cand_text = [
+            pools[(d, s)].passages[int(pid)].text
+            for d, s, pid in zip(rqa_rows["domain"], rqa_rows["split"], rqa_rows["passage_id"], strict=True)
+        ]
+        cand_ids = [pair_id(q, p) for q, p in zip(rqa_rows["question"], cand_text, strict=True)]
+        test_items = [it for f in fb["test"] for it in f.items]
+        test_ids = [pair_id(it.question, it.passage.text) for it in test_items]
+    sources = {
+        "feedback": (fb_fit, fb_select),
+        "pseudo": (ps_fit, ps_select),
+        "both": (ps_fit + fb_fit, fb_select),
+    }
+    all_pairs = [(p.question, p.passage_text) for f, s in sources.values() for p in f + s]
+    all_pairs += list(zip(rqa_rows["question"], cand_text, strict=True))
+    all_pairs += [(it.question, it.passage.text) for it in test_items]
+    with stage(timings, "lower_layers"):
+        states = encode_pairs(all_pairs, config.model, cache_root)
+    score_ids = sorted(set(cand_ids) | set(test_ids))
+    position = {pid: i for i, pid in enumerate(score_ids)}
+    new_rows, prediction_rows, histories = [], [], {}
+    for variant in config.variants:
+        source, loss = VARIANTS[variant]
+        fit_pairs, select_pairs = sources[source]
+        examples = _ids(training_examples(fit_pairs, loss))
+        select = _ids(training_examples(select_pairs, "kl"))
+        for seed in config.seeds:
+            key = content_key(
+                CACHE_VERSION,
+                asdict(config.model),
+                variant,
+                seed,
+                [(i, t.tolist()) for i, t in examples],
+                [(i, t.tolist()) for i, t in select],
+            )
+            folder = cache_root / "rerankers" / key
+            with stage(timings, f"{variant}/seed{seed}/train"):
+                if (folder / "weights.pt").exists():
+                    weights = torch.load(folder / "weights.pt", weights_only=False)
+                    history = torch.load(folder / "history.pt", weights_only=False)
+                else:
+                    weights, history = train_reranker(examples, select, states, config.model, seed)
+                    folder.mkdir(parents=True, exist_ok=True)
+                    torch.save(history, folder / "history.pt")
+                    torch.save(weights, folder / "weights.tmp")
+                    (folder / "weights.tmp").replace(folder / "weights.pt")
+            histories[f"{variant}/seed{seed}"] = history
+            with stage(timings, f"{variant}/seed{seed}/score"):
+                pred_path = folder / f"pred_{content_key(score_ids)}.npy"
+                if pred_path.exists():
+                    probs = np.load(pred_path)
+                else:
+                    probs = predict(weights, score_ids, states, config.model).astype(np.float32)
+                    atomic_write_npy(pred_path, probs)
+            rows = rqa_rows.copy()
+            rows["reranker"], rows["seed"] = variant, seed
+            rows[RATING_COLUMNS] = probs[[position[i] for i in cand_ids]].astype(np.float64)
+            new_rows.append(rows)
+            test_probs = probs[[position[i] for i in test_ids]]
+            prediction_rows.append(
+                pd.DataFrame(
+                    {
+                        "protocol": protocol,
+                        "reranker": variant,
+                        "seed": seed,
+                        "domain": [it.domain for it in test_items],
+                        "item_id": [it.item_id for it in test_items],
+                        "passage_id": [it.passage.passage_id for it in test_items],
+                        **{c: test_probs[:, j].astype(np.float64) for j, c in enumerate(RATING_COLUMNS)},
+                    }
+                )
+            )
+    reranked = pd.concat(new_rows, ignore_index=True)
+    reranked[RATING_COLUMNS] = reranked[RATING_COLUMNS].div(reranked[RATING_COLUMNS].sum(axis=1), axis=0)
+    kept = candidates[~candidates["reranker"].isin(config.variants)]
+    table = pd.concat([kept, reranked], ignore_index=True)
+    validate_candidates(table, out_dir / "candidates.parquet")
+    sort_keys = ["protocol", "rqa", "reranker", "seed", "domain", "split", "question_id", "rqa_rank"]
+    atomic_write_parquet(out_dir / "candidates.parquet", table.sort_values(sort_keys, ignore_index=True))
+    atomic_write_parquet(
+        out_dir / "rating_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
+    )
+    entry = {
+        "stage": "rerank",
+        "protocol": protocol,
+        "config": {**asdict(config), "variants": {v: VARIANTS[v] for v in config.variants}},
+        "training_pairs": {k: [len(f), len(s)] for k, (f, s) in sources.items()},
+        "scored_pairs": len(score_ids),
+        "histories": histories,
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "timings": timings,
+        "cache_version": CACHE_VERSION,
+    }
+    _update_manifest(out_dir / "manifest.json", "rerank", entry)
+    return entry
