@@ -73,6 +73,18 @@ FEEDBACK_SPLITS: tuple[str, ...] = ("train", "valid", "test")
 #: The rating labels exactly as they appear in the files, worst to best.
 RATING_LABELS: tuple[str, ...] = ("Bad", "Could be Improved", "Acceptable", "Excellent")
 
+#: Columns of :func:`feedback_frame` (one row per annotator rating).
+FEEDBACK_COLUMNS: list[str] = [
+    "domain",
+    "split",
+    "item_id",
+    "question",
+    "passage_id",
+    "passage_text",
+    "annotator",
+    "rating",
+    "explanation",
+]
 ENV_DATA_DIR = "FQA_DATA_DIR"
 FETCH_HINT = "run `fqa data fetch` (or `fqa data fetch --from MIRROR`) to restore the original file"
 Protocol = Literal["paper", "available"]
@@ -625,17 +637,4 @@ def feedback_frame(splits: Iterable[FeedbackSplit]) -> pd.DataFrame:
         for it in s.items
         for a, (r, e) in enumerate(zip(it.ratings, it.explanations, strict=True))
     ]
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "domain",
-            "split",
-            "item_id",
-            "question",
-            "passage_id",
-            "passage_text",
-            "annotator",
-            "rating",
-            "explanation",
-        ],
-    )
+    return pd.DataFrame(rows, columns=FEEDBACK_COLUMNS)

@@ -87,6 +87,16 @@ def _git_commit() -> str:
         return "unknown"
 
 
+def provenance(timings: dict[str, Any], cache_version: str) -> dict[str, Any]:
+    """The manifest fields every stage records: versions, git commit, timings, cache version."""
+    return {
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "timings": timings,
+        "cache_version": cache_version,
+    }
+
+
 def _versions() -> dict[str, str]:
     names = [
         "fqa-analysis",
@@ -275,10 +285,7 @@ def run_rqa(
         "config": config_record,
         "systems": systems_record,
         "inputs_sha256": inputs,
-        "versions": _versions(),
-        "git_commit": _git_commit(),
-        "timings": timings,
-        "cache_version": CACHE_VERSION,
+        **provenance(timings, CACHE_VERSION),
     }
     _update_manifest(out_dir / "manifest.json", "rqa", entry)
     return entry

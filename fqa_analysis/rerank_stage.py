@@ -28,7 +28,7 @@ from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_npy, atomic_write_parquet, content_key, default_cache_root
 from fqa_analysis.calibration import top_k
 from fqa_analysis.candidates import RATING_COLUMNS, validate_candidates
-from fqa_analysis.pipeline import _git_commit, _update_manifest, _versions
+from fqa_analysis.pipeline import _update_manifest, provenance
 from fqa_analysis.profiling import stage
 from fqa_analysis.rerank import CACHE_VERSION, RerankConfig, encode_pairs, pair_id, predict, train_reranker
 from fqa_analysis.rerank_data import RatedPair, feedback_training_sets, pseudo_rated_pairs, training_examples
@@ -210,10 +210,7 @@ def run_rerank(
         "training_pairs": {k: [len(f), len(s)] for k, (f, s) in sources.items()},
         "scored_pairs": len(score_ids),
         "histories": histories,
-        "versions": _versions(),
-        "git_commit": _git_commit(),
-        "timings": timings,
-        "cache_version": CACHE_VERSION,
+        **provenance(timings, CACHE_VERSION),
     }
     _update_manifest(out_dir / "manifest.json", "rerank", entry)
     return entry

@@ -4,27 +4,16 @@ import pandas as pd
 import pytest
 
 from fqa_analysis import ratings
+from fqa_analysis.data import FEEDBACK_COLUMNS
 
 
 def _frame(items: list[list[str]], domain: str = "WHO") -> pd.DataFrame:
     rows = [
-        (domain, "test", i, f"q{i}", 0, a, label, "e")
+        (domain, "test", i, f"q{i}", 0, "passage", a, label, "e")
         for i, labels in enumerate(items)
         for a, label in enumerate(labels)
     ]
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "domain",
-            "split",
-            "item_id",
-            "question",
-            "passage_id",
-            "annotator",
-            "rating",
-            "explanation",
-        ],
-    )
+    return pd.DataFrame(rows, columns=FEEDBACK_COLUMNS)
 
 
 def test_scale_and_distribution() -> None:
