@@ -30,8 +30,10 @@ __all__ = [
     "explanation_lengths",
     "item_ratings",
     "label_distribution",
+    "macro_f1",
     "majority_label",
     "rating_distribution",
+    "rating_quality",
     "rating_value",
 ]
 
@@ -211,3 +213,66 @@ def example_items(feedback: pd.DataFrame, n: int = 3, seed: int = 0) -> pd.DataF
         explanations=("explanation", list),
     )
     return out.reset_index().drop(columns="item_id")
+
+
+def macro_f1(true: Sequence[int], pred: Sequence[int], n_classes: int = len(LABELS)) -> float:
+    """Unweighted mean of per-class F1 over the classes that occur in ``true`` or ``pred``.
+
+    Example:
+        >>> round(macro_f1([0, 0, 3, 3], [0, 3, 3, 3]), 4)  # F1(0) = 2/3, F1(3) = 0.8
+        0.7333
+    """
+    t, p = np.asarray(true), np.asarray(pred)
+    scores = []
+    for c in range(n_classes):
+        tp = int(np.sum((t == c) & (p == c)))
+        fp = int(np.sum((t != c) & (p == c)))
+        fn = int(np.sum((t == c) & (p != c)))
+        if tp + fp + fn == 0:
+            continue
+        scores.append(2 * tp / (2 * tp + fp + fn))
+    return float(np.mean(scores)) if scores else float("nan")
+
+
+def rating_quality(
+    predicted: np.ndarray, annotators: np.ndarray, majority: Sequence[str], bins: int = 10
+) -> dict[str, float]:
+    """How well predicted rating distributions match the annotators (issue 4 §5).
+
+    Args:
+        predicted: (items, 4) predicted P(y), scale order Bad .. Excellent.
+        annotators: (items, 4) annotator rating distributions.
+        majority: Majority label per item (state its tie rule where shown).
+        bins: Bins of the calibration error.
+
+    Returns:
+        ``accuracy`` (argmax = majority), ``macro_f1``, ``kl`` (mean KL(annotators || predicted),
+        nats), and ``ece_excellent``: the count-weighted mean |predicted P(Excellent) - share of
+        annotators who said Excellent| over equal-width bins of the prediction (calibration
+        against the annotators' own spread, not a single label).
+
+    Example:
+        >>> pred = np.array([[0.1, 0.1, 0.1, 0.7], [0.7, 0.1, 0.1, 0.1]])
+        >>> ann = np.array([[0.0, 0.0, 1/3, 2/3], [1.0, 0.0, 0.0, 0.0]])
+        >>> q = rating_quality(pred, ann, ["Excellent", "Bad"], bins=10)
+        >>> q["accuracy"], round(q["ece_excellent"], 4)
+        (1.0, 0.0667)
+    """
+    pred = np.asarray(predicted, dtype=float)
+    ann = np.asarray(annotators, dtype=float)
+    truth = [rating_value(m) for m in majority]
+    guess = pred.argmax(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(ann > 0, ann * (np.log(ann) - np.log(np.maximum(pred, 1e-12))), 0.0)
+    conf, share = pred[:, 3], ann[:, 3]
+    which = np.minimum((conf * bins).astype(int), bins - 1)
+    n = np.bincount(which, minlength=bins)
+    gap = np.abs(
+        np.bincount(which, weights=conf, minlength=bins) - np.bincount(which, weights=share, minlength=bins)
+    )
+    return {
+        "accuracy": float(np.mean(guess == np.asarray(truth))),
+        "macro_f1": macro_f1(truth, guess.tolist()),
+        "kl": float(terms.sum(axis=1).mean()),
+        "ece_excellent": float(gap.sum() / n.sum()),
+    }

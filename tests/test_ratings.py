@@ -60,3 +60,19 @@ def test_pairwise_agreement_with_three_annotators() -> None:
     out = ratings.agreement(_frame([["Excellent", "Excellent", "Acceptable"]]), by=["domain"])
     assert out.iloc[0]["pairwise"] == pytest.approx(1 / 3)
     assert out.iloc[0]["unanimous"] == 0.0
+
+
+def test_rating_quality_by_hand() -> None:
+    import numpy as np
+
+    pred = np.array([[0.25, 0.25, 0.25, 0.25], [0.0, 0.0, 0.5, 0.5]])
+    ann = np.array([[0.5, 0.0, 0.0, 0.5], [0.0, 0.0, 0.0, 1.0]])
+    q = ratings.rating_quality(pred, ann, ["Bad", "Excellent"])
+    # KL item 1: 0.5 ln(0.5/0.25) * 2 = ln 2; item 2: 1 * ln(1/0.5) = ln 2 -> mean ln 2.
+    assert q["kl"] == pytest.approx(np.log(2))
+    # argmax: item 1 ties -> first class (Bad) = majority; item 2 ties 2/3 -> Acceptable != Excellent.
+    assert q["accuracy"] == 0.5
+    # classes: Bad (tp 1) F1 = 1; Acceptable (fp 1) F1 = 0; Excellent (fn 1) F1 = 0 -> 1/3.
+    assert q["macro_f1"] == pytest.approx(1 / 3)
+    # P(Excellent) 0.25 vs share 0.5 (bin 2), 0.5 vs 1.0 (bin 5): (0.25 + 0.5) / 2.
+    assert q["ece_excellent"] == pytest.approx(0.375)
