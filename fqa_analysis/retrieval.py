@@ -34,6 +34,7 @@ __all__ = [
     "DenseSystem",
     "FineTuneConfig",
     "FineTunedSystem",
+    "HybridSystem",
     "RQASystem",
     "make_system",
     "minilm_path",
@@ -41,7 +42,7 @@ __all__ = [
 
 #: Bump when a change alters what a system computes: cached outputs are keyed by it.
 CACHE_VERSION = "rqa-1"
-SYSTEMS: tuple[str, ...] = ("bm25", "minilm", "minilm_ft")
+SYSTEMS: tuple[str, ...] = ("bm25", "minilm", "minilm_ft", "hybrid")
 
 
 def minilm_path() -> Path:
@@ -130,13 +131,15 @@ class DenseSystem(RQASystem):
     """A MiniLM bi-encoder: mean pooling, L2 normalisation, cosine score."""
 
     name = "minilm"
+    #: Embeddings shared by every system object of the process that uses the same weights
+    #: (``minilm_ft`` and the dense part of ``hybrid`` encode each text once).
+    _memo: dict[tuple[str, int, str], np.ndarray] = {}  # noqa: RUF012
 
     def __init__(self, config: DenseConfig | None = None, weights: Path | None = None) -> None:
         self.config = config or DenseConfig()
         self.weights = weights or minilm_path()
         self._model: Any = None
         self._tokenizer: Any = None
-        self._memo: dict[tuple[int, str], np.ndarray] = {}
 
     def fingerprint(self) -> dict[str, Any]:
         """Model and encoding settings."""
@@ -154,11 +157,12 @@ class DenseSystem(RQASystem):
         self._model = AutoModel.from_pretrained(self.weights).eval()
 
     def encode(self, texts: Sequence[str], max_len: int, desc: str = "encode") -> np.ndarray:
-        """Unit-norm embeddings (float32), memoised per (max_len, text) within this object."""
+        """Unit-norm embeddings (float32), memoised per (weights, max_len, text) in the process."""
         import torch
 
         self._load()
-        todo = list(dict.fromkeys(t for t in texts if (max_len, t) not in self._memo))
+        weights = str(self.weights)
+        todo = list(dict.fromkeys(t for t in texts if (weights, max_len, t) not in self._memo))
         # Length-sorted batches pad less: a large saving on CPU.
         todo.sort(key=len)
         bs = self.config.batch_size
@@ -167,8 +171,8 @@ class DenseSystem(RQASystem):
                 chunk = todo[lo : lo + bs]
                 vectors = embed(self._model, self._tokenizer, chunk, max_len).numpy()
                 for text, vec in zip(chunk, vectors, strict=True):
-                    self._memo[(max_len, text)] = vec
-        return np.stack([self._memo[(max_len, t)] for t in texts]).astype(np.float32)
+                    self._memo[(weights, max_len, text)] = vec
+        return np.stack([self._memo[(weights, max_len, t)] for t in texts]).astype(np.float32)
 
     def score(self, questions: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         """Cosine similarity of every question to every passage."""
@@ -405,12 +409,78 @@ def _train(
     return {**asdict(hist), "steps_per_epoch": steps_per_epoch, "total_steps": total_steps}
 
 
+class HybridSystem(RQASystem):
+    """Late fusion of the fine-tuned bi-encoder and BM25: a weighted sum of tempered scores.
+
+    ``score = (1 - w) * s_dense / T_dense + w * s_bm25 / T_bm25``: each part's scores divided by
+    its own NLL-fitted temperature (so both are on a log-probability scale), w chosen on the QA
+    valid sets by accuracy@1 from a grid of 21 values (ties to the smaller w).
+    """
+
+    name = "hybrid"
+    GRID: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
+
+    def __init__(self, finetune: FineTuneConfig | None = None) -> None:
+        self.dense = FineTunedSystem(finetune)
+        self.lexical = BM25System()
+        self.weight = 0.0
+        self.temperatures = (1.0, 1.0)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Both parts' fingerprints and the fitted fusion parameters."""
+        return {
+            "system": self.name,
+            "dense": self.dense.fingerprint(),
+            "lexical": self.lexical.fingerprint(),
+            "weight": self.weight,
+            "temperatures": list(self.temperatures),
+        }
+
+    def fit(self, train: Sequence[QASplit], valid: Sequence[QASplit], cache_dir: Path) -> dict[str, Any]:
+        """Fit the dense part (cached), both temperatures and the weight on the valid sets."""
+        from fqa_analysis.calibration import fit_temperature
+
+        record = self.dense.fit(train, valid, cache_dir)
+        golds = [np.array([q.passage_id for q in s.questions]) for s in valid]
+        parts = []
+        for system in (self.dense, self.lexical):
+            blocks = [
+                system.score([q.question for q in s.questions], [p.text for p in s.passages]) for s in valid
+            ]
+            t = fit_temperature([b.astype(np.float64) for b in blocks], golds).temperature
+            parts.append((blocks, t))
+        self.temperatures = (parts[0][1], parts[1][1])
+        accuracy = {}
+        for w in self.GRID:
+            hits = [
+                gold_ranks((1 - w) * d / parts[0][1] + w * b / parts[1][1], g) == 1
+                for d, b, g in zip(parts[0][0], parts[1][0], golds, strict=True)
+            ]
+            accuracy[w] = float(np.mean(np.concatenate(hits)))
+        self.weight = max(self.GRID, key=lambda w: (accuracy[w], -w))
+        return {
+            "dense_fit": record,
+            "weight": self.weight,
+            "temperatures": list(self.temperatures),
+            "valid_acc1_by_weight": accuracy,
+        }
+
+    def score(self, questions: Sequence[str], passages: Sequence[str]) -> np.ndarray:
+        """The fused score of every passage for every question."""
+        d = self.dense.score(questions, passages) / self.temperatures[0]
+        b = self.lexical.score(questions, passages) / self.temperatures[1]
+        out: np.ndarray = (1 - self.weight) * d + self.weight * b
+        return out
+
+
 def make_system(name: str, finetune: FineTuneConfig | None = None) -> RQASystem:
-    """Build a system by name (``bm25``, ``minilm``, ``minilm_ft``)."""
+    """Build a system by name (``bm25``, ``minilm``, ``minilm_ft``, ``hybrid``)."""
     if name == "bm25":
         return BM25System()
     if name == "minilm":
         return DenseSystem()
     if name == "minilm_ft":
         return FineTunedSystem(finetune)
+    if name == "hybrid":
+        return HybridSystem(finetune)
     raise ValueError(f"unknown RQA system {name!r}; choose from {', '.join(SYSTEMS)}")

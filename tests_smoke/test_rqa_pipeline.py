@@ -17,7 +17,7 @@ from fqa_analysis.cli import main
 from fqa_analysis.rerank_stage import VARIANTS
 
 SUBSET = 6
-SYSTEMS = ["bm25", "minilm", "minilm_ft"]
+SYSTEMS = ["bm25", "minilm", "minilm_ft", "hybrid"]
 TEST_SETS = 6  # four feedback domains + Quebec's two test files
 
 

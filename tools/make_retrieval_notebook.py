@@ -34,7 +34,7 @@ cells = [
         'ranks = load_table(RESULTS, "rqa_ranks.parquet")\n'
         'temps = load_table(RESULTS, "rqa_temperatures.parquet")\n'
         'stage = load_manifest(RESULTS)["stages"]["rqa"]\n'
-        'SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft") if s in set(rqa_rows["rqa"])]\n'
+        'SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(rqa_rows["rqa"])]\n'
         "print(f\"protocol: {stage['protocol']}; k = {stage['config']['k']}; subset: {stage['config']['subset']}\")\n"
         "print(f\"test questions per system: {rqa_rows.groupby('rqa')['question_id'].size().iloc[0] // 5}\")"
     ),
