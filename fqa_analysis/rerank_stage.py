@@ -32,6 +32,7 @@ from fqa_analysis.pipeline import _update_manifest, provenance
 from fqa_analysis.profiling import stage
 from fqa_analysis.rerank import CACHE_VERSION, RerankConfig, encode_pairs, pair_id, predict, train_reranker
 from fqa_analysis.rerank_data import RatedPair, feedback_training_sets, pseudo_rated_pairs, training_examples
+from fqa_analysis.results import load_candidates
 from fqa_analysis.retrieval import BM25System
 
 __all__ = ["VARIANTS", "RerankRunConfig", "run_rerank"]
@@ -109,6 +110,7 @@ def run_rerank(
     timings: dict[str, Any] = {}
     protocol = data.training_protocol(data_dir)
     with stage(timings, "data"):
+        candidates = load_candidates(out_dir)  # the rqa stage's output, contract-checked
         fb = {s: data.available_feedback(data_dir, s) for s in data.FEEDBACK_SPLITS}
         if config.subset is not None:
             fb = {
@@ -117,7 +119,6 @@ def run_rerank(
             }
         fb_fit, fb_select = feedback_training_sets(protocol, fb["train"], fb["valid"], config.holdout)
         ps_fit, ps_select = _pseudo_pairs(data_dir, config)
-        candidates = pd.read_parquet(out_dir / "candidates.parquet")
         rqa_rows = candidates[candidates["reranker"] == "none"].reset_index(drop=True)
         pools = {
             (d, s): data.load_qa_split(data_dir, d, s) for d in data.DOMAINS for s in data.test_splits(d)

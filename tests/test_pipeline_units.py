@@ -73,3 +73,26 @@ def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:
     other = {"a/fit": {"wall_s": 0.5}}
     _add_compute_times(manifest, other, {"a/fit": True}, {"subset": 8, "finetune": {"epochs": 4}})
     assert other["a/fit"]["compute_s"] == 0.5  # a different configuration's times are not borrowed
+
+
+def test_rerank_stage_needs_the_rqa_stage_first(tiny_data: Path, tmp_path: Path) -> None:
+    from fqa_analysis.cli import main
+
+    code = main(
+        ["run", "rerank", "--data-dir", str(tiny_data), "--out", str(tmp_path / "empty"), "--subset", "2"]
+    )
+    assert code == 1  # a DataError, reported without a traceback
+
+
+def test_results_loader_names_the_file_and_the_fix(tmp_path: Path) -> None:
+    from fqa_analysis.errors import DataError
+    from fqa_analysis.results import load_candidates
+
+    with pytest.raises(
+        DataError,
+        match=r"candidates\.parquet, \(whole file\): the results file does not exist\. Fix: run `fqa run`",
+    ):
+        load_candidates(tmp_path)
+    (tmp_path / "candidates.parquet").write_bytes(b"PAR1 truncated")
+    with pytest.raises(DataError, match="not a readable Parquet file"):
+        load_candidates(tmp_path)
