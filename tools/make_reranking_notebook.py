@@ -21,26 +21,26 @@ cells = [
         "from fqa_analysis.stats import paired_bootstrap, paired_outcomes\n\n"
         "RESULTS = results_dir()\n"
         "candidates = load_candidates(RESULTS)\n"
-        "manifest = load_manifest(RESULTS)[\"stages\"]\n"
+        'manifest = load_manifest(RESULTS)["stages"]\n'
         "print(f\"protocol: {manifest['rerank']['protocol']}; seeds: {manifest['rerank']['config']['seeds']}\")\n"
         "outcomes = select_top1(candidates)\n"
-        "feedback_outcomes = outcomes[outcomes[\"domain\"].isin(data.FEEDBACK_DOMAINS)]"
+        'feedback_outcomes = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS)]'
     ),
     md("## The main table: seed mean ± sd of overall accuracy (four feedback domains)"),
     code(
-        "micro = seed_summary(feedback_outcomes, \"micro\")\n"
-        "macro = seed_summary(feedback_outcomes, \"macro\")\n"
-        "table = micro.merge(macro, on=[\"protocol\", \"rqa\", \"reranker\"], suffixes=(\"_micro\", \"_macro\"))\n"
-        "table[[\"rqa\", \"reranker\", \"mean_micro\", \"sd_micro\", \"mean_macro\", \"sd_macro\", \"seeds_micro\"]].round(4)"
+        'micro = seed_summary(feedback_outcomes, "micro")\n'
+        'macro = seed_summary(feedback_outcomes, "macro")\n'
+        'table = micro.merge(macro, on=["protocol", "rqa", "reranker"], suffixes=("_micro", "_macro"))\n'
+        'table[["rqa", "reranker", "mean_micro", "sd_micro", "mean_macro", "sd_macro", "seeds_micro"]].round(4)'
     ),
     md("## Significance against the RQA alone (seed-averaged outcomes, Holm across rerankers)"),
     code(
         "averaged = seed_averaged(feedback_outcomes)\n"
-        "for rqa, block in averaged.groupby(\"rqa\", sort=False):\n"
-        "    wide = paired_outcomes(block, [\"reranker\"])\n"
-        "    strata = list(wide.index.get_level_values(\"domain\"))\n"
-        "    cmp = paired_bootstrap(wide.reset_index(drop=True), baseline=\"none\", strata=strata)\n"
-        "    print(rqa, \"|\", cmp.signature())\n"
+        'for rqa, block in averaged.groupby("rqa", sort=False):\n'
+        '    wide = paired_outcomes(block, ["reranker"])\n'
+        '    strata = list(wide.index.get_level_values("domain"))\n'
+        '    cmp = paired_bootstrap(wide.reset_index(drop=True), baseline="none", strata=strata)\n'
+        '    print(rqa, "|", cmp.signature())\n'
         "    display(cmp.to_frame().round(4))"
     ),
     md(
