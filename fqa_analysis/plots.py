@@ -39,13 +39,31 @@ OKABE_ITO: tuple[str, ...] = (
 )
 #: Bad, Could be Improved, Acceptable, Excellent.
 RATING_COLORS: dict[str, str] = dict(zip(LABELS, ("#D55E00", "#E69F00", "#56B4E9", "#0072B2"), strict=True))
-_SYSTEM_COLORS: dict[str, str] = {}
+#: One colour per known system, the same in every chapter (yellow is left out: too pale on white).
+_SYSTEM_COLORS: dict[str, str] = {
+    "bm25": "#E69F00",
+    "minilm": "#56B4E9",
+    "minilm_ft": "#009E73",
+    "hybrid": "#0072B2",
+    "none": "#000000",
+    "feedback_kl": "#D55E00",
+    "feedback_ce_annotator": "#CC79A7",
+    "feedback_ce_majority": "#999999",
+    "vanilla": "#56B4E9",
+    "combined": "#009E73",
+}
+_SPARE = ("#D55E00", "#CC79A7", "#0072B2", "#009E73", "#E69F00", "#56B4E9", "#000000")
 
 
 def system_color(name: str) -> str:
-    """A fixed colour per system name, assigned in order of first use and then kept."""
+    """The fixed colour of a system; an unknown name gets a spare colour on first use, then keeps it.
+
+    Example:
+        >>> system_color("hybrid")
+        '#0072B2'
+    """
     if name not in _SYSTEM_COLORS:
-        _SYSTEM_COLORS[name] = OKABE_ITO[len(_SYSTEM_COLORS) % len(OKABE_ITO)]
+        _SYSTEM_COLORS[name] = _SPARE[len(_SYSTEM_COLORS) % len(_SPARE)]
     return _SYSTEM_COLORS[name]
 
 
