@@ -369,7 +369,7 @@ def _train(
             optimizer.step()
             scheduler.step()
             step += 1
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
             bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
         model.eval()
         probe = DenseSystem(system.config)
