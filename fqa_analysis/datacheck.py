@@ -36,7 +36,7 @@ class CheckReport:
     def display_counts(self) -> pd.DataFrame:
         """The counts for reading: the paper's domain name added, blanks for n/a."""
         shown = self.counts.assign(paper=self.counts["domain"].map(data.PAPER_NAMES))
-        shown = shown.rename(columns={"ratings_per_item": "ratings/item"})
+        shown = shown.rename(columns={"passages": "pool", "ratings_per_item": "ratings"})
         return shown.astype(object).where(shown.notna(), "")
 
     @property

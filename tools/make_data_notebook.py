@@ -25,12 +25,12 @@ cells = [
     md(
         "## Counts per domain and split\n\n"
         "`questions` is the number of QA examples (QA files) or of distinct questions (feedback files); "
-        "`passages` is the size of the domain's candidate pool in that file; `items` is the number of rated "
-        "(question, passage) pairs; `ratings/item` is how many annotators rated each item. "
+        "`pool` is the size of the domain's candidate pool in that file; `items` is the number of rated "
+        "(question, passage) pairs; `ratings` is how many annotators rated each item. "
         "The paper calls CDC *US* and Quebec *Canada*. Quebec has no feedback and two test files "
         "(old and new FAQ collection), whose pool (588 passages) differs from the train/valid pool (314)."
     ),
-    code('report.display_counts().set_index(["domain", "paper", "split"])'),
+    code('report.display_counts().drop(columns="paper").set_index(["kind", "domain", "split"])'),
     md(
         "### What is missing here, and what it changes\n\n"
         "Three per-domain `feedback_train` files (Australia, CDC/US, UK) and the combined release files are "
