@@ -127,17 +127,33 @@ class DenseConfig:
     threads: int = 2
 
 
+_SHARED_MEMO: dict[tuple[str, int, str], np.ndarray] = {}
+
+
 class DenseSystem(RQASystem):
     """A MiniLM bi-encoder: mean pooling, L2 normalisation, cosine score."""
 
     name = "minilm"
-    #: Embeddings shared by every system object of the process that uses the same weights
-    #: (``minilm_ft`` and the dense part of ``hybrid`` encode each text once).
-    _memo: dict[tuple[str, int, str], np.ndarray] = {}  # noqa: RUF012
 
-    def __init__(self, config: DenseConfig | None = None, weights: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: DenseConfig | None = None,
+        weights: Path | None = None,
+        memo: dict[tuple[str, int, str], np.ndarray] | None = None,
+    ) -> None:
+        """Build the system.
+
+        Args:
+            config: Encoding settings.
+            weights: Model folder; the zero-shot MiniLM when None.
+            memo: Embedding memo keyed by (weights folder, max_len, text). By default the
+                process-wide one, so ``minilm_ft`` and the dense part of ``hybrid`` encode each
+                text once; a model whose weights change under the same folder (the one being
+                fine-tuned) must pass its own.
+        """
         self.config = config or DenseConfig()
         self.weights = weights or minilm_path()
+        self._memo = _SHARED_MEMO if memo is None else memo
         self._model: Any = None
         self._tokenizer: Any = None
 
@@ -372,7 +388,9 @@ def _train(
             losses.append(float(loss.detach()))
             bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
         model.eval()
-        probe = DenseSystem(system.config)
+        # A private memo: the weights change every epoch under the same (zero-shot) folder name,
+        # so the shared memo would serve stale or wrong embeddings.
+        probe = DenseSystem(system.config, memo={})
         probe._model, probe._tokenizer = model, tokenizer
         acc = _valid_accuracy(probe, valid)
         record = {

@@ -96,3 +96,12 @@ def test_results_loader_names_the_file_and_the_fix(tmp_path: Path) -> None:
     (tmp_path / "candidates.parquet").write_bytes(b"PAR1 truncated")
     with pytest.raises(DataError, match="not a readable Parquet file"):
         load_candidates(tmp_path)
+
+
+def test_a_model_in_training_does_not_share_the_embedding_memo() -> None:
+    from fqa_analysis.retrieval import DenseSystem
+
+    shared_a, shared_b = DenseSystem(), DenseSystem()
+    private = DenseSystem(memo={})
+    assert shared_a._memo is shared_b._memo
+    assert private._memo is not shared_a._memo
