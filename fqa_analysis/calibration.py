@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "gold_ranks",
     "pool_softmax",
     "reliability",
+    "top1_accuracy",
     "top_k",
 ]
 
@@ -91,6 +93,17 @@ def fit_temperature(
     )
     t_hat = float(np.exp(res.x))
     return TemperatureFit(t_hat, total(0.0), total(float(res.x)), n)
+
+
+def top1_accuracy(score_blocks: Sequence[np.ndarray], gold_blocks: Sequence[np.ndarray]) -> float:
+    """Share of questions, over all blocks, whose gold passage ranks first (ties as in :func:`top_k`).
+
+    Example:
+        >>> top1_accuracy([np.array([[2.0, 1.0], [0.0, 0.0]])], [np.array([0, 1])])
+        0.5
+    """
+    hits = [gold_ranks(s, g) == 1 for s, g in zip(score_blocks, gold_blocks, strict=True)]
+    return float(np.mean(np.concatenate(hits)))
 
 
 def _order(scores: np.ndarray) -> np.ndarray:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from fqa_analysis.errors import DataError, DataProblem
@@ -239,6 +240,21 @@ class QASplit:
     path: Path
     questions: tuple[Question, ...]
     passages: tuple[Passage, ...]
+
+    @property
+    def question_texts(self) -> list[str]:
+        """The questions' text, in file order."""
+        return [q.question for q in self.questions]
+
+    @property
+    def passage_texts(self) -> list[str]:
+        """The pool's passage texts, indexed by passage id."""
+        return [p.text for p in self.passages]
+
+    @property
+    def gold_ids(self) -> np.ndarray:
+        """Each question's gold passage id, in file order."""
+        return np.array([q.passage_id for q in self.questions], dtype=int)
 
 
 @dataclass(frozen=True)

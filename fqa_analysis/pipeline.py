@@ -42,6 +42,7 @@ from fqa_analysis.calibration import (
     fit_temperature,
     gold_ranks,
     pool_softmax,
+    top1_accuracy,
     top_k,
 )
 from fqa_analysis.candidates import CANDIDATE_COLUMNS, NO_RERANKER, RATING_COLUMNS, validate_candidates
@@ -143,7 +144,7 @@ def _candidate_rows(
 ) -> pd.DataFrame:
     probs = pool_softmax(scores.astype(np.float64), temperature)
     idx = top_k(scores, k)
-    gold = np.array([q.passage_id for q in split.questions])
+    gold = split.gold_ids
     n = len(split.questions)
     frame = pd.DataFrame(
         {
@@ -151,7 +152,7 @@ def _candidate_rows(
             "domain": split.domain,
             "split": split.split,
             "question_id": np.repeat([q.question_id for q in split.questions], k),
-            "question": np.repeat([q.question for q in split.questions], k),
+            "question": np.repeat(split.question_texts, k),
             "passage_id": idx.ravel(),
             "rqa_rank": np.tile(np.arange(1, k + 1), n),
             "p_rqa": np.take_along_axis(probs, idx, axis=1).ravel(),
@@ -224,17 +225,12 @@ def run_rqa(
         from_cache[f"{name}/fit"] = bool(fit_record.get("from_cache", name in ("bm25", "minilm")))
         scores_cache.hits = scores_cache.misses = 0
         with stage(timings, f"{name}/valid+temperature"):
-            blocks = [
-                scores_cache.get(system, [q.question for q in s.questions], [p.text for p in s.passages])
-                for s in valid
-            ]
-            golds = [np.array([q.passage_id for q in s.questions]) for s in valid]
+            blocks = [scores_cache.get(system, s.question_texts, s.passage_texts) for s in valid]
+            golds = [s.gold_ids for s in valid]
             fit = fit_temperature([b.astype(np.float64) for b in blocks], golds)
             from_cache[f"{name}/valid+temperature"] = scores_cache.misses == 0
             scores_cache.hits = scores_cache.misses = 0
-            valid_acc = float(
-                np.mean(np.concatenate([gold_ranks(b, g) == 1 for b, g in zip(blocks, golds, strict=True)]))
-            )
+            valid_acc = top1_accuracy(blocks, golds)
         temp_rows.append(
             {
                 "rqa": name,
@@ -251,9 +247,7 @@ def run_rqa(
         with stage(timings, f"{name}/test"):
             test_scores = {}
             for split in tests:
-                sc = scores_cache.get(
-                    system, [q.question for q in split.questions], [p.text for p in split.passages]
-                )
+                sc = scores_cache.get(system, split.question_texts, split.passage_texts)
                 test_scores[(split.domain, split.split)] = sc
                 candidate_frames.append(_candidate_rows(split, sc, fit.temperature, run, config.k))
             from_cache[f"{name}/test"] = scores_cache.misses == 0
@@ -303,15 +297,10 @@ def _ranks(
 ) -> pd.DataFrame:
     """Gold ranks in the domain pool, and in the pooled corpus of the four feedback domains."""
     pooled_splits = [s for s in tests if s.domain in data.FEEDBACK_DOMAINS]
-    corpus = [p.text for s in pooled_splits for p in s.passages]
+    corpus = [text for s in pooled_splits for text in s.passage_texts]
     offsets = np.cumsum([0] + [len(s.passages) for s in pooled_splits])
-    questions = [q.question for s in pooled_splits for q in s.questions]
-    pooled_gold = np.concatenate(
-        [
-            np.array([q.passage_id for q in s.questions]) + off
-            for s, off in zip(pooled_splits, offsets, strict=False)
-        ]
-    )
+    questions = [text for s in pooled_splits for text in s.question_texts]
+    pooled_gold = np.concatenate([s.gold_ids + off for s, off in zip(pooled_splits, offsets, strict=False)])
     pooled = gold_ranks(scores_cache.get(system, questions, corpus), pooled_gold)
     pooled_rank = {}
     pos = 0
@@ -321,8 +310,7 @@ def _ranks(
             pos += 1
     rows = []
     for s in tests:
-        gold = np.array([q.passage_id for q in s.questions])
-        ranks = gold_ranks(test_scores[(s.domain, s.split)], gold)
+        ranks = gold_ranks(test_scores[(s.domain, s.split)], s.gold_ids)
         for q, r in zip(s.questions, ranks, strict=True):
             rows.append(
                 {

@@ -84,7 +84,7 @@ def _pseudo_pairs(data_dir: Path, config: RerankRunConfig) -> tuple[list[RatedPa
         qs = [q for q in s.questions if (s.domain, q.question_id) in chosen]
         if not qs:
             continue
-        scores = bm25.score([q.question for q in qs], [p.text for p in s.passages])
+        scores = bm25.score([q.question for q in qs], s.passage_texts)
         ranked = top_k(scores, config.pseudo_negatives + 1)
         negatives.update(
             {(s.domain, q.question_id): list(map(int, r)) for q, r in zip(qs, ranked, strict=True)}

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from fqa_analysis.calibration import gold_ranks
+from fqa_analysis.calibration import top1_accuracy
 from fqa_analysis.data import QASplit
 
 __all__ = [
@@ -308,16 +308,6 @@ class FineTunedSystem(DenseSystem):
         return {**history, "from_cache": False}
 
 
-def _valid_accuracy(system: DenseSystem, valid: Sequence[QASplit]) -> float:
-    hits = total = 0
-    for split in valid:
-        scores = system.score([q.question for q in split.questions], [p.text for p in split.passages])
-        gold = np.array([q.passage_id for q in split.questions])
-        hits += int((gold_ranks(scores, gold) == 1).sum())
-        total += len(gold)
-    return hits / max(total, 1)
-
-
 def _train(
     system: FineTunedSystem, train: Sequence[QASplit], valid: Sequence[QASplit], folder: Path
 ) -> dict[str, Any]:
@@ -392,7 +382,9 @@ def _train(
         # so the shared memo would serve stale or wrong embeddings.
         probe = DenseSystem(system.config, memo={})
         probe._model, probe._tokenizer = model, tokenizer
-        acc = _valid_accuracy(probe, valid)
+        acc = top1_accuracy(
+            [probe.score(s.question_texts, s.passage_texts) for s in valid], [s.gold_ids for s in valid]
+        )
         record = {
             "epoch": epoch + 1,
             "steps": step,
@@ -459,22 +451,20 @@ class HybridSystem(RQASystem):
         from fqa_analysis.calibration import fit_temperature
 
         record = self.dense.fit(train, valid, cache_dir)
-        golds = [np.array([q.passage_id for q in s.questions]) for s in valid]
+        golds = [s.gold_ids for s in valid]
         parts = []
         for system in (self.dense, self.lexical):
-            blocks = [
-                system.score([q.question for q in s.questions], [p.text for p in s.passages]) for s in valid
-            ]
+            blocks = [system.score(s.question_texts, s.passage_texts) for s in valid]
             t = fit_temperature([b.astype(np.float64) for b in blocks], golds).temperature
             parts.append((blocks, t))
         self.temperatures = (parts[0][1], parts[1][1])
         accuracy = {}
         for w in self.GRID:
-            hits = [
-                gold_ranks((1 - w) * d / parts[0][1] + w * b / parts[1][1], g) == 1
-                for d, b, g in zip(parts[0][0], parts[1][0], golds, strict=True)
+            fused = [
+                (1 - w) * d / parts[0][1] + w * b / parts[1][1]
+                for d, b in zip(*(p[0] for p in parts), strict=True)
             ]
-            accuracy[w] = float(np.mean(np.concatenate(hits)))
+            accuracy[w] = top1_accuracy(fused, golds)
         self.weight = max(self.GRID, key=lambda w: (accuracy[w], -w))
         return {
             "dense_fit": record,
