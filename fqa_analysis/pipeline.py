@@ -123,14 +123,17 @@ class _ScoreCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.hits = 0
         self.misses = 0
+
+    def all_cached(self) -> bool:
+        """Whether every request since the last call was served from disk; resets the count."""
+        cached, self.misses = self.misses == 0, 0
+        return cached
 
     def get(self, system: RQASystem, questions: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         key = content_key(CACHE_VERSION, system.fingerprint(), list(questions), list(passages))
         path = self.root / "scores" / system.name / f"{key}.npy"
         if path.exists():
-            self.hits += 1
             cached: np.ndarray = np.load(path)
             return cached
         self.misses += 1
@@ -223,13 +226,12 @@ def run_rqa(
             fit_record = system.fit(train, valid, cache_root)
         # bm25 and minilm have nothing to fit; hybrid refits its fusion weight every run.
         from_cache[f"{name}/fit"] = bool(fit_record.get("from_cache", name in ("bm25", "minilm")))
-        scores_cache.hits = scores_cache.misses = 0
+        scores_cache.all_cached()  # fitting may score (hybrid); count from here
         with stage(timings, f"{name}/valid+temperature"):
             blocks = [scores_cache.get(system, s.question_texts, s.passage_texts) for s in valid]
             golds = [s.gold_ids for s in valid]
             fit = fit_temperature([b.astype(np.float64) for b in blocks], golds)
-            from_cache[f"{name}/valid+temperature"] = scores_cache.misses == 0
-            scores_cache.hits = scores_cache.misses = 0
+            from_cache[f"{name}/valid+temperature"] = scores_cache.all_cached()
             valid_acc = top1_accuracy(blocks, golds)
         temp_rows.append(
             {
@@ -250,12 +252,10 @@ def run_rqa(
                 sc = scores_cache.get(system, split.question_texts, split.passage_texts)
                 test_scores[(split.domain, split.split)] = sc
                 candidate_frames.append(_candidate_rows(split, sc, fit.temperature, run, config.k))
-            from_cache[f"{name}/test"] = scores_cache.misses == 0
-            scores_cache.hits = scores_cache.misses = 0
+            from_cache[f"{name}/test"] = scores_cache.all_cached()
         with stage(timings, f"{name}/pooled"):
             rank_frames.append(_ranks(system, tests, test_scores, scores_cache, name, protocol, seed))
-            from_cache[f"{name}/pooled"] = scores_cache.misses == 0
-            scores_cache.hits = scores_cache.misses = 0
+            from_cache[f"{name}/pooled"] = scores_cache.all_cached()
         systems_record[name] = {"fingerprint": system.fingerprint(), "fit": fit_record, "seed": seed}
     candidates = pd.concat(candidate_frames, ignore_index=True)
     validate_candidates(candidates, "candidates (rqa stage)")

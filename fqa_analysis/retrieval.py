@@ -200,14 +200,13 @@ class DenseSystem(RQASystem):
 
 def embed(model: Any, tokenizer: Any, texts: Sequence[str], max_len: int) -> Any:
     """Mean-pooled, L2-normalised embeddings of a batch (a torch tensor, keeps the graph)."""
-    import torch
     import torch.nn.functional as nnf
 
     enc = tokenizer(list(texts), padding=True, truncation=True, max_length=max_len, return_tensors="pt")
     hidden = model(**enc).last_hidden_state
     mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
     pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-    return nnf.normalize(pooled, p=2, dim=1) if isinstance(pooled, torch.Tensor) else pooled
+    return nnf.normalize(pooled, p=2, dim=1)
 
 
 @dataclass(frozen=True)
