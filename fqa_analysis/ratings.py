@@ -32,6 +32,7 @@ __all__ = [
     "label_distribution",
     "macro_f1",
     "majority_label",
+    "mean_kl",
     "rating_distribution",
     "rating_quality",
     "rating_value",
@@ -234,6 +235,20 @@ def macro_f1(true: Sequence[int], pred: Sequence[int], n_classes: int = len(LABE
     return float(np.mean(scores)) if scores else float("nan")
 
 
+def mean_kl(target: np.ndarray, predicted: np.ndarray) -> float:
+    """Mean over rows of KL(target || predicted) in nats (0 log 0 = 0; predictions floored at 1e-12).
+
+    Example:
+        >>> round(mean_kl(np.array([[0.5, 0.5]]), np.array([[0.25, 0.75]])), 4)
+        0.1438
+    """
+    t = np.asarray(target, dtype=float)
+    p = np.maximum(np.asarray(predicted, dtype=float), 1e-12)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(t > 0, t * (np.log(t) - np.log(p)), 0.0)
+    return float(terms.sum(axis=1).mean())
+
+
 def rating_quality(
     predicted: np.ndarray, annotators: np.ndarray, majority: Sequence[str], bins: int = 10
 ) -> dict[str, float]:
@@ -262,8 +277,6 @@ def rating_quality(
     ann = np.asarray(annotators, dtype=float)
     truth = [rating_value(m) for m in majority]
     guess = pred.argmax(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(ann > 0, ann * (np.log(ann) - np.log(np.maximum(pred, 1e-12))), 0.0)
     conf, share = pred[:, 3], ann[:, 3]
     which = np.minimum((conf * bins).astype(int), bins - 1)
     n = np.bincount(which, minlength=bins)
@@ -273,6 +286,6 @@ def rating_quality(
     return {
         "accuracy": float(np.mean(guess == np.asarray(truth))),
         "macro_f1": macro_f1(truth, guess.tolist()),
-        "kl": float(terms.sum(axis=1).mean()),
+        "kl": mean_kl(ann, pred),
         "ece_excellent": float(gap.sum() / n.sum()),
     }

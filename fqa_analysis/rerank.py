@@ -26,6 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from fqa_analysis.cache import atomic_write_json, atomic_write_npy, content_key
+from fqa_analysis.ratings import mean_kl
 from fqa_analysis.retrieval import minilm_path
 
 __all__ = ["PairStates", "RerankConfig", "encode_pairs", "predict", "train_reranker"]
@@ -222,14 +223,7 @@ def train_reranker(
             losses.append(float(loss.detach()))
             step += 1
         probs = _predict(top, [s for s, _ in select], states, config)
-        sel_t = np.stack([t for _, t in select])
-        kl = float(
-            np.mean(
-                np.sum(
-                    np.where(sel_t > 0, sel_t * (np.log(np.maximum(sel_t, 1e-12)) - np.log(probs)), 0), axis=1
-                )
-            )
-        )
+        kl = mean_kl(np.stack([t for _, t in select]), probs)
         history.append(
             {
                 "epoch": epoch + 1,
