@@ -45,7 +45,14 @@ from fqa_analysis.calibration import (
     top1_accuracy,
     top_k,
 )
-from fqa_analysis.candidates import CANDIDATE_COLUMNS, NO_RERANKER, RATING_COLUMNS, validate_candidates
+from fqa_analysis.candidates import (
+    CANDIDATE_COLUMNS,
+    NO_RERANKER,
+    QUESTION_KEYS,
+    RATING_COLUMNS,
+    RUN_KEYS,
+    validate_candidates,
+)
 from fqa_analysis.profiling import stage
 from fqa_analysis.retrieval import CACHE_VERSION, SYSTEMS, FineTuneConfig, RQASystem, make_system
 
@@ -183,6 +190,14 @@ def _confidence_summary(
     }
 
 
+def write_candidates(out_dir: Path, table: pd.DataFrame) -> None:
+    """Check the whole table against the contract, sort it by run and question, write it atomically."""
+    path = out_dir / "candidates.parquet"
+    validate_candidates(table, path)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_parquet(path, table.sort_values([*RUN_KEYS, *QUESTION_KEYS, "rqa_rank"], ignore_index=True))
+
+
 def _merge_rows(path: Path, new: pd.DataFrame, owned: pd.DataFrame) -> pd.DataFrame:
     """Replace the rows this run owns (same protocol, rqa, reranker 'none') in an existing table."""
     if not path.exists():
@@ -258,12 +273,8 @@ def run_rqa(
             from_cache[f"{name}/pooled"] = scores_cache.all_cached()
         systems_record[name] = {"fingerprint": system.fingerprint(), "fit": fit_record, "seed": seed}
     candidates = pd.concat(candidate_frames, ignore_index=True)
-    validate_candidates(candidates, "candidates (rqa stage)")
-    out_dir.mkdir(parents=True, exist_ok=True)
     owned = candidates[["protocol", "rqa", "reranker"]].drop_duplicates()
-    merged = _merge_rows(out_dir / "candidates.parquet", candidates, owned)
-    sort_keys = ["protocol", "rqa", "reranker", "seed", "domain", "split", "question_id", "rqa_rank"]
-    atomic_write_parquet(out_dir / "candidates.parquet", merged.sort_values(sort_keys, ignore_index=True))
+    write_candidates(out_dir, _merge_rows(out_dir / "candidates.parquet", candidates, owned))
     atomic_write_parquet(out_dir / "rqa_ranks.parquet", pd.concat(rank_frames, ignore_index=True))
     atomic_write_parquet(out_dir / "rqa_temperatures.parquet", pd.DataFrame(temp_rows))
     config_record = {

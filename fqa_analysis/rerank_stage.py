@@ -27,8 +27,8 @@ import pandas as pd
 from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_npy, atomic_write_parquet, content_key, default_cache_root
 from fqa_analysis.calibration import top_k
-from fqa_analysis.candidates import RATING_COLUMNS, validate_candidates
-from fqa_analysis.pipeline import _update_manifest, provenance
+from fqa_analysis.candidates import RATING_COLUMNS
+from fqa_analysis.pipeline import _update_manifest, provenance, write_candidates
 from fqa_analysis.profiling import stage
 from fqa_analysis.rerank import CACHE_VERSION, RerankConfig, encode_pairs, pair_id, predict, train_reranker
 from fqa_analysis.rerank_data import RatedPair, feedback_training_sets, pseudo_rated_pairs, training_examples
@@ -198,9 +198,7 @@ def run_rerank(
     reranked[RATING_COLUMNS] = reranked[RATING_COLUMNS].div(reranked[RATING_COLUMNS].sum(axis=1), axis=0)
     kept = candidates[~candidates["reranker"].isin(config.variants)]
     table = pd.concat([kept, reranked], ignore_index=True)
-    validate_candidates(table, out_dir / "candidates.parquet")
-    sort_keys = ["protocol", "rqa", "reranker", "seed", "domain", "split", "question_id", "rqa_rank"]
-    atomic_write_parquet(out_dir / "candidates.parquet", table.sort_values(sort_keys, ignore_index=True))
+    write_candidates(out_dir, table)
     atomic_write_parquet(
         out_dir / "rating_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
     )
