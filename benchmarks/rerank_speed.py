@@ -25,6 +25,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=int, default=640)
     parser.add_argument("--frozen", default="4,5")
+    parser.add_argument("--no-bf16", dest="bf16", action="store_false")
     args = parser.parse_args()
     data_dir = data.resolve_data_dir(None)
     items = [it for f in data.available_feedback(data_dir, "valid") for it in f.items][: args.pairs]
@@ -34,7 +35,7 @@ def main() -> None:
     ids = [pair_id(q, p) for q, p in pairs]
     print(f"{len(pairs)} feedback pairs, max_len 128, 2 threads")
     for frozen in (int(x) for x in args.frozen.split(",")):
-        config = RerankConfig(frozen_layers=frozen, epochs=1)
+        config = RerankConfig(frozen_layers=frozen, epochs=1, bf16=args.bf16)
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
             states = encode_pairs(pairs, config, Path(tmp))

@@ -31,7 +31,7 @@ from fqa_analysis.retrieval import minilm_path
 
 __all__ = ["PairStates", "RerankConfig", "encode_pairs", "predict", "train_reranker"]
 
-CACHE_VERSION = "rerank-1"
+CACHE_VERSION = "rerank-2"
 N_CLASSES = 4
 CHUNK = 512
 
@@ -41,13 +41,16 @@ class RerankConfig:
     """Cross-encoder reranker settings (shared by every variant and seed of a stage)."""
 
     max_len: int = 128
-    frozen_layers: int = 4
+    frozen_layers: int = 5
     epochs: int = 4
     batch_size: int = 32
     lr: float = 1e-4
     weight_decay: float = 0.01
     warmup: float = 0.1
     threads: int = 2
+    #: Run the transformer layers under bfloat16 autocast (this CPU has avx512_bf16: ~2x faster
+    #: linear layers); master weights, the loss and the cached states stay in float32 / fp16.
+    bf16: bool = True
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None
 
@@ -55,6 +58,13 @@ class RerankConfig:
 def pair_id(question: str, passage: str) -> str:
     """Stable id of a (question, passage) pair."""
     return hashlib.sha1(f"{question}\x1f{passage}".encode()).hexdigest()
+
+
+def _autocast(config: RerankConfig) -> Any:
+    """bfloat16 autocast on CPU when ``config.bf16`` (a no-op context otherwise)."""
+    import torch
+
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16)
 
 
 class PairStates:
@@ -93,7 +103,7 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_r
 
     unique = sorted({(q, p) for q, p in pairs}, key=lambda qp: pair_id(*qp))
     ids = [pair_id(q, p) for q, p in unique]
-    key = content_key(CACHE_VERSION, config.max_len, config.frozen_layers, ids)
+    key = content_key(CACHE_VERSION, config.max_len, config.frozen_layers, config.bf16, ids)
     folder = cache_root / "rerank_states" / key
     n_chunks = (len(unique) + CHUNK - 1) // CHUNK
     index = {pid: (i // CHUNK, i % CHUNK) for i, pid in enumerate(ids)}
@@ -120,7 +130,8 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_r
                         max_length=config.max_len,
                         return_tensors="pt",
                     )
-                    h = model(**enc).last_hidden_state.numpy().astype(np.float16)
+                    with _autocast(config):
+                        h = model(**enc).last_hidden_state.float().numpy().astype(np.float16)
                     n = enc["attention_mask"].sum(dim=1).numpy()
                     for j, i in enumerate(rows):
                         out[i, : n[j]] = h[j, : n[j]]
@@ -213,7 +224,9 @@ def train_reranker(
                 break
             rows = order[lo : lo + config.batch_size]
             hidden, mask = states.batch([examples[i][0] for i in rows])
-            logp = torch.log_softmax(top.logits(hidden, mask), dim=-1)
+            with _autocast(config):
+                logits = top.logits(hidden, mask)
+            logp = torch.log_softmax(logits.float(), dim=-1)
             loss = -(torch.from_numpy(targets[rows]) * logp).sum(dim=-1).mean()
             optimizer.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]
@@ -248,7 +261,9 @@ def _predict(top: _Top, ids: Sequence[str], states: PairStates, config: RerankCo
         for lo in range(0, len(order), 64):
             rows = order[lo : lo + 64]
             hidden, mask = states.batch([ids[i] for i in rows])
-            out[rows] = torch.softmax(top.logits(hidden, mask), dim=-1).numpy()
+            with _autocast(config):
+                logits = top.logits(hidden, mask)
+            out[rows] = torch.softmax(logits.float(), dim=-1).numpy()
     return out
 
 
