@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["canonical_order", "ci_table", "failure_examples"]
+__all__ = ["canonical_order", "ci_table", "failure_examples", "mean_sd_table"]
 
 _DOMAIN_ORDER = ("Australia", "CDC", "UK", "WHO", "overall (micro)", "overall (macro)", "Quebec")
 
@@ -61,6 +61,40 @@ def ci_table(
     wide = wide.reindex(columns=list(column_order) if column_order is not None else canonical_order(labels))
     wide.columns.name = None
     wide.index.name = rows
+    return wide
+
+
+def mean_sd_table(
+    long: pd.DataFrame,
+    rows: Sequence[str] = ("rqa", "reranker"),
+    columns: str = "test_set",
+    row_order: Sequence[tuple[str, ...]] | None = None,
+    scale: float = 100.0,
+    digits: int = 1,
+) -> pd.DataFrame:
+    """Wide table of ``mean ± sd`` strings (sd over seeds) from a long table with ``mean, sd, seeds``.
+
+    A single-seed row (the RQA alone) shows the mean only.
+
+    Example:
+        >>> long = pd.DataFrame({"rqa": "r", "reranker": ["none", "kl"], "test_set": "WHO",
+        ...                      "mean": [0.6, 0.625], "sd": [0.0, 0.0123], "seeds": [1, 3]})
+        >>> mean_sd_table(long)["WHO"].tolist()
+        ['60.0', '62.5 ± 1.2']
+    """
+    fmt = f"{{:.{digits}f}}"
+    cells = long.assign(
+        cell=[
+            fmt.format(m * scale) + (f" ± {fmt.format(s * scale)}" if n > 1 else "")
+            for m, s, n in zip(long["mean"], long["sd"], long["seeds"], strict=True)
+        ]
+    )
+    wide = cells.pivot(index=list(rows), columns=columns, values="cell")
+    if row_order is None:  # first appearance, not pivot's sorted order
+        row_order = list(dict.fromkeys(map(tuple, long[list(rows)].itertuples(index=False))))
+    wide = wide.reindex(pd.MultiIndex.from_tuples(list(row_order), names=list(rows)))
+    wide = wide.reindex(columns=canonical_order(list(dict.fromkeys(long[columns]))))
+    wide.columns.name = None
     return wide
 
 

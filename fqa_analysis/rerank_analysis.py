@@ -1,0 +1,271 @@
+"""Analyses of the rerank stage (issue 4): main table, score ablation, rating quality per loss.
+
+Pure functions over ``results/`` tables (no models): the book's reranking chapters call them,
+and the tests check them on tiny hand-made tables.
+
+* :func:`score_outcomes`: each question's pick under a scoring rule (the paper's
+  ``P_theta + P(Excellent)``, the ablation's ``P_theta + E[y]/3``, or a weighted mix).
+* :func:`seed_table`: accuracy per test set and overall (micro, macro), mean and sd over seeds.
+* :func:`compare_to_baseline`: paired bootstrap of every reranker against the RQA alone, on
+  seed-averaged per-question outcomes, Holm-corrected within each RQA system.
+* :func:`score_ablation`: P(Excellent) against E[y]/3 for every (RQA, reranker), Holm over all.
+* :func:`rating_quality_table` / :func:`per_item_rating_scores`: how well each reranker's
+  P_phi matches the three annotators of feedback_test, on all items and by agreement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from fqa_analysis.candidates import RATING_COLUMNS, RUN_KEYS
+from fqa_analysis.data import FEEDBACK_DOMAINS
+from fqa_analysis.metrics import Average, accuracy_by_test_set, overall_accuracy, seed_averaged
+from fqa_analysis.ratings import rating_quality, rating_value
+from fqa_analysis.scoring import RerankerScore, combined_score, select_top1
+from fqa_analysis.stats import holm, paired_bootstrap, paired_outcomes, test_set_label
+
+__all__ = [
+    "AGREEMENT_SUBSETS",
+    "compare_to_baseline",
+    "join_annotators",
+    "per_item_rating_scores",
+    "rating_quality_table",
+    "score_ablation",
+    "score_outcomes",
+    "seed_table",
+]
+
+#: Subsets of feedback_test items by annotator agreement.
+AGREEMENT_SUBSETS: tuple[str, ...] = ("all", "unanimous", "disagree")
+
+
+def score_outcomes(
+    candidates: pd.DataFrame, reranker_score: RerankerScore = "p_excellent", weight: float | None = None
+) -> pd.DataFrame:
+    """Each (run, question)'s pick under a scoring rule (see :func:`~fqa_analysis.scoring.combined_score`).
+
+    Rows of the RQA alone (reranker ``none``) rank by ``p_rqa`` whatever the rule.
+    """
+    return select_top1(candidates, combined_score(candidates, reranker_score, weight))
+
+
+def seed_table(outcomes: pd.DataFrame, overall_domains: Sequence[str] = FEEDBACK_DOMAINS) -> pd.DataFrame:
+    """Accuracy per test set and overall, mean and sample sd over each system's seeds.
+
+    Args:
+        outcomes: Per-question outcomes (:func:`score_outcomes`), several seeds per run.
+        overall_domains: Domains that make up "overall" (the paper's four feedback domains).
+
+    Returns:
+        Long table ``protocol, rqa, reranker, test_set, mean, sd, seeds``; test sets are named
+        as elsewhere in the book (``WHO``, ``Quebec (test_old_faq_coll4)``, ``overall (micro)``).
+        A single-seed system (the RQA alone) has sd 0.
+
+    Example:
+        >>> out = pd.DataFrame({"protocol": "p", "rqa": "r", "reranker": "x", "seed": [0, 0, 0, 1, 1, 1],
+        ...     "domain": ["A", "A", "B"] * 2, "split": "test", "question_id": [0, 1, 0] * 2,
+        ...     "correct": [1, 1, 0, 1, 0, 0]})
+        >>> t = seed_table(out, ["A", "B"]).set_index("test_set")
+        >>> [float(t.loc[s, "mean"]) for s in ("A", "overall (micro)", "overall (macro)")]
+        [0.75, 0.5, 0.375]
+        >>> round(float(t.loc["overall (micro)", "sd"]), 4)  # seeds 2/3 and 1/3
+        0.2357
+    """
+    keys = [k for k in RUN_KEYS if k != "seed"]
+    per_set = accuracy_by_test_set(outcomes)
+    labels = zip(per_set["domain"], per_set["split"], strict=True)
+    per_set["test_set"] = [test_set_label(d, s) for d, s in labels]
+    parts = [per_set[[*RUN_KEYS, "test_set", "accuracy"]]]
+    overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
+    for average in ("micro", "macro"):
+        acc = overall_accuracy(overall, average)
+        parts.append(acc[RUN_KEYS + ["accuracy"]].assign(test_set=f"overall ({average})"))
+    long = pd.concat(parts, ignore_index=True)
+    grouped = long.groupby([*keys, "test_set"], sort=False)["accuracy"]
+    out = grouped.agg(mean="mean", sd="std", seeds="size").reset_index()
+    out["sd"] = out["sd"].fillna(0.0)
+    return out
+
+
+def compare_to_baseline(
+    outcomes: pd.DataFrame,
+    baseline: str = "none",
+    overall_domains: Sequence[str] = FEEDBACK_DOMAINS,
+    average: Average = "micro",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every reranker against ``baseline`` within each RQA system, over the overall questions.
+
+    Outcomes are first averaged over seeds per question (0, 1/3, 2/3, 1 with three seeds), so
+    the test asks whether the reranker helps *as trained with several seeds*, not one lucky seed.
+    Resampling is stratified by test set; Holm corrects over the rerankers of one RQA system.
+
+    Returns:
+        ``rqa, system`` and the columns of :meth:`~fqa_analysis.stats.Comparison.to_frame`
+        (mean, CI, delta and its CI, p, Holm p, wins/ties/losses), plus ``signature``.
+    """
+    overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
+    frames = []
+    for rqa, block in seed_averaged(overall).groupby("rqa", sort=False):
+        wide = paired_outcomes(block, ["reranker"])
+        strata = [f"{d}/{s}" for d, s, _ in wide.index]
+        cmp = paired_bootstrap(
+            wide.reset_index(drop=True),
+            baseline,
+            strata,
+            average,
+            n_resamples,
+            seed,
+        )
+        frame = cmp.to_frame().reset_index()
+        frame.insert(0, "rqa", rqa)
+        frame["signature"] = cmp.signature()
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def score_ablation(
+    candidates: pd.DataFrame,
+    overall_domains: Sequence[str] = FEEDBACK_DOMAINS,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """P(Excellent) against E[y]/3 as the reranker's score, for every (RQA, reranker).
+
+    Per (RQA, reranker): seed-averaged outcomes under both rules over the overall questions,
+    a paired bootstrap (stratified by test set) of ``expected_rating - p_excellent``; Holm
+    corrects over every (RQA, reranker) pair of the table.
+
+    Returns:
+        ``rqa, reranker, acc_p_excellent, acc_expected_rating, delta, delta_ci_low,
+        delta_ci_high, p_value, p_holm, wins, ties, losses, changed_picks`` (questions x seeds
+        whose answer differs between the two rules, as a share).
+    """
+    rated = candidates[candidates["reranker"] != "none"]
+    rated = rated[rated["domain"].isin(list(overall_domains))]
+    picks = {rule: score_outcomes(rated, rule) for rule in ("p_excellent", "expected_rating")}
+    keys = [*RUN_KEYS, "domain", "split", "question_id"]
+    joined = picks["p_excellent"].merge(picks["expected_rating"], on=keys, suffixes=("_pe", "_er"))
+    rows = []
+    for (rqa, reranker), block in joined.groupby(["rqa", "reranker"], sort=False):
+        pe = seed_averaged(block.rename(columns={"correct_pe": "correct"}))
+        er = seed_averaged(block.rename(columns={"correct_er": "correct"}))
+        both = pd.concat([pe.assign(rule="p_excellent"), er.assign(rule="expected_rating")])
+        wide = paired_outcomes(both, ["rule"])[["p_excellent", "expected_rating"]]
+        strata = [f"{d}/{s}" for d, s, _ in wide.index]
+        cmp = paired_bootstrap(wide.reset_index(drop=True), "p_excellent", strata, "micro", n_resamples, seed)
+        rows.append(
+            {
+                "rqa": rqa,
+                "reranker": reranker,
+                "acc_p_excellent": cmp.mean["p_excellent"],
+                "acc_expected_rating": cmp.mean["expected_rating"],
+                "delta": cmp.delta["expected_rating"],
+                "delta_ci_low": cmp.delta_ci["expected_rating"][0],
+                "delta_ci_high": cmp.delta_ci["expected_rating"][1],
+                "p_value": cmp.p_value["expected_rating"],
+                "wins": cmp.wins["expected_rating"],
+                "ties": cmp.ties["expected_rating"],
+                "losses": cmp.losses["expected_rating"],
+                "changed_picks": float((block["passage_id_pe"] != block["passage_id_er"]).mean()),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["p_holm"] = holm(table["p_value"].tolist())
+    order = list(rows[0])
+    return table[[*order[: order.index("p_value") + 1], "p_holm", *order[order.index("p_value") + 1 :]]]
+
+
+def join_annotators(predictions: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
+    """Attach the annotators' distribution, majority and agreement to each prediction row.
+
+    Args:
+        predictions: ``rating_predictions.parquet`` (``reranker, seed, domain, item_id, p_*``).
+        items: :func:`~fqa_analysis.ratings.item_ratings` of feedback_test.
+
+    Returns:
+        The predictions with ``a_bad .. a_excellent`` (annotator shares), ``majority`` and
+        ``unanimous``.
+
+    Raises:
+        ValueError: A prediction has no annotated item (predictions and data do not match).
+    """
+    ann = items[["domain", "item_id", *RATING_COLUMNS, "majority", "unanimous"]].rename(
+        columns={c: "a_" + c[2:] for c in RATING_COLUMNS}
+    )
+    out = predictions.merge(ann, on=["domain", "item_id"], how="left", validate="many_to_one")
+    missing = out["majority"].isna()
+    if missing.any():
+        first = out[missing].iloc[0]
+        raise ValueError(
+            f"{int(missing.sum())} prediction row(s) have no annotated feedback_test item, e.g. "
+            f"domain={first['domain']} item_id={first['item_id']}; rerun `fqa run rerank` on the "
+            "same data directory the book reads"
+        )
+    return out
+
+
+def _subsets(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    unanimous = frame["unanimous"].astype(bool)
+    return {"all": frame, "unanimous": frame[unanimous], "disagree": frame[~unanimous]}
+
+
+def rating_quality_table(joined: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
+    """Rating quality per reranker, seed and agreement subset (see :func:`rating_quality`).
+
+    Args:
+        joined: :func:`join_annotators` output.
+        bins: Bins of the calibration error of P(Excellent).
+
+    Returns:
+        ``reranker, seed, subset, n, accuracy, macro_f1, kl, ece_excellent``.
+    """
+    ann_cols = ["a_" + c[2:] for c in RATING_COLUMNS]
+    rows = []
+    for (reranker, seed), block in joined.groupby(["reranker", "seed"], sort=False):
+        for subset, part in _subsets(block).items():
+            if part.empty:
+                continue
+            q = rating_quality(
+                part[RATING_COLUMNS].to_numpy(), part[ann_cols].to_numpy(), part["majority"].tolist(), bins
+            )
+            rows.append({"reranker": reranker, "seed": seed, "subset": subset, "n": len(part), **q})
+    return pd.DataFrame(rows)
+
+
+def per_item_rating_scores(joined: pd.DataFrame) -> pd.DataFrame:
+    """Per item and reranker, seed-averaged: KL(annotators || P_phi) and argmax = majority.
+
+    These per-item values are what a paired bootstrap between losses resamples.
+
+    Returns:
+        ``reranker, domain, item_id, unanimous, kl, correct``.
+
+    Example:
+        >>> j = pd.DataFrame({"reranker": "x", "seed": [0, 1], "domain": "A", "item_id": 0,
+        ...     "p_bad": [0.5, 0.1], "p_could_be_improved": 0.0, "p_acceptable": 0.0,
+        ...     "p_excellent": [0.5, 0.9], "a_bad": 0.0, "a_could_be_improved": 0.0,
+        ...     "a_acceptable": 0.0, "a_excellent": 1.0, "majority": "Excellent", "unanimous": True})
+        >>> r = per_item_rating_scores(j).iloc[0]
+        >>> # KL = (ln 2 + ln(1/0.9)) / 2; seed 0's argmax tie goes to Bad (wrong), seed 1 is right
+        >>> round(float(r["kl"]), 4), float(r["correct"])
+        (0.3993, 0.5)
+    """
+    pred = joined[RATING_COLUMNS].to_numpy(dtype=float)
+    ann = joined[["a_" + c[2:] for c in RATING_COLUMNS]].to_numpy(dtype=float)
+    p = np.maximum(pred, 1e-12)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = np.where(ann > 0, ann * (np.log(ann) - np.log(p)), 0.0).sum(axis=1)
+    truth = np.array([rating_value(m) for m in joined["majority"]])
+    frame = joined[["reranker", "domain", "item_id", "unanimous"]].assign(
+        kl=kl, correct=(pred.argmax(axis=1) == truth).astype(float)
+    )
+    return (
+        frame.groupby(["reranker", "domain", "item_id"], sort=False)
+        .agg(unanimous=("unanimous", "first"), kl=("kl", "mean"), correct=("correct", "mean"))
+        .reset_index()
+    )

@@ -1,0 +1,161 @@
+"""Analyses of the rerank stage on tiny hand-made tables (values computed by hand)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fqa_analysis.report import mean_sd_table
+from fqa_analysis.rerank_analysis import (
+    compare_to_baseline,
+    join_annotators,
+    per_item_rating_scores,
+    rating_quality_table,
+    score_ablation,
+    score_outcomes,
+    seed_table,
+)
+
+
+def _row(q: int, pid: int, rank: int, p_rqa: float, ratings: list[float], gold: bool, **run: object) -> dict:
+    base = {"protocol": "available", "rqa": "r", "reranker": "x", "seed": 0, **run}
+    return {
+        **base,
+        "domain": "WHO",
+        "split": "test",
+        "question_id": q,
+        "question": f"q{q}",
+        "passage_id": pid,
+        "rqa_rank": rank,
+        "p_rqa": p_rqa,
+        "p_bad": ratings[0],
+        "p_could_be_improved": ratings[1],
+        "p_acceptable": ratings[2],
+        "p_excellent": ratings[3],
+        "is_gold": gold,
+    }
+
+
+def _ablation_candidates() -> pd.DataFrame:
+    # Question 0: the gold passage (rank 1, p_rqa .5) is rated Acceptable for sure: P(Exc) = 0,
+    # E[y]/3 = 2/3 -> S_pe = 0.5, S_er = 1.1667. The non-gold one (p_rqa .4) is Bad or Excellent
+    # half-half: P(Exc) = .5, E[y]/3 = .5 -> S_pe = S_er = 0.9. P(Excellent) picks the wrong one.
+    # Question 1: both rules keep the gold rank-1 passage.
+    return pd.DataFrame(
+        [
+            _row(0, 10, 1, 0.5, [0, 0, 1, 0], True),
+            _row(0, 11, 2, 0.4, [0.5, 0, 0, 0.5], False),
+            _row(1, 20, 1, 0.6, [0, 0, 0, 1], True),
+            _row(1, 21, 2, 0.3, [1, 0, 0, 0], False),
+        ]
+    )
+
+
+def test_score_outcomes_follow_the_rule() -> None:
+    cands = _ablation_candidates()
+    pe = score_outcomes(cands, "p_excellent")
+    er = score_outcomes(cands, "expected_rating")
+    assert pe["passage_id"].tolist() == [11, 20]
+    assert er["passage_id"].tolist() == [10, 20]
+    # w = 0 is the RQA alone: the rank-1 passages
+    assert score_outcomes(cands, "p_excellent", weight=0.0)["rqa_rank"].tolist() == [1, 1]
+
+
+def test_score_ablation_by_hand() -> None:
+    table = score_ablation(_ablation_candidates(), overall_domains=["WHO"], n_resamples=200)
+    row = table.iloc[0]
+    assert (row["acc_p_excellent"], row["acc_expected_rating"], row["delta"]) == (0.5, 1.0, 0.5)
+    assert (row["wins"], row["ties"], row["losses"]) == (1, 1, 0)
+    assert row["changed_picks"] == 0.5
+    assert row["p_holm"] == row["p_value"]  # a family of one
+
+
+def _outcomes() -> pd.DataFrame:
+    # RQA alone: 1 of 4 right. Reranker x, seeds 0..2: questions 0 and 1 right in every seed,
+    # question 2 right in seed 0 only, question 3 never -> seed accuracies .75, .5, .5.
+    rows = []
+    for q, c in enumerate([1, 0, 0, 0]):
+        rows.append(("none", 0, q, c))
+    for seed in range(3):
+        for q, c in enumerate([1, 1, int(seed == 0), 0]):
+            rows.append(("x", seed, q, c))
+    frame = pd.DataFrame(rows, columns=["reranker", "seed", "question_id", "correct"])
+    domain = ["CDC", "CDC", "WHO", "WHO"]
+    return frame.assign(
+        protocol="available", rqa="r", split="test", domain=[domain[q] for q in frame["question_id"]]
+    )
+
+
+def test_seed_table_mean_and_sd() -> None:
+    t = seed_table(_outcomes(), overall_domains=["CDC", "WHO"])
+    x = t[(t["reranker"] == "x")].set_index("test_set")
+    assert x.loc["overall (micro)", "mean"] == pytest.approx(7 / 12)
+    assert x.loc["overall (micro)", "sd"] == pytest.approx(np.std([0.75, 0.5, 0.5], ddof=1))
+    assert x.loc["CDC", "mean"] == 1.0 and x.loc["CDC", "sd"] == 0.0
+    assert x.loc["WHO", "mean"] == pytest.approx(1 / 6)
+    none = t[t["reranker"] == "none"].set_index("test_set")
+    assert none.loc["overall (macro)", "mean"] == 0.25 and none.loc["overall (macro)", "seeds"] == 1
+    wide = mean_sd_table(t)
+    assert wide.loc[("r", "x"), "overall (micro)"] == "58.3 ± 14.4"
+    assert wide.loc[("r", "none"), "CDC"] == "50.0"
+
+
+def test_compare_to_baseline_uses_seed_averages() -> None:
+    table = compare_to_baseline(_outcomes(), overall_domains=["CDC", "WHO"], n_resamples=500)
+    table = table.set_index("system")
+    # seed-averaged x: 1, 1, 1/3, 0 -> mean 7/12; none: 1/4
+    assert table.loc["x", "mean"] == pytest.approx(7 / 12)
+    assert table.loc["x", "delta"] == pytest.approx(7 / 12 - 1 / 4)
+    assert (table.loc["x", "wins"], table.loc["x", "ties"], table.loc["x", "losses"]) == (2, 2, 0)
+    assert "stratified by domain" in table.loc["x", "signature"]
+
+
+def _items() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "domain": ["WHO", "WHO"],
+            "split": "test",
+            "item_id": [0, 1],
+            "p_bad": [0.0, 1 / 3],
+            "p_could_be_improved": [0.0, 0.0],
+            "p_acceptable": [0.0, 2 / 3],
+            "p_excellent": [1.0, 0.0],
+            "majority": ["Excellent", "Acceptable"],
+            "unanimous": [True, False],
+        }
+    )
+
+
+def _predictions(item_ids: list[int]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "reranker": "x",
+            "seed": 0,
+            "domain": "WHO",
+            "item_id": item_ids,
+            "p_bad": 0.0,
+            "p_could_be_improved": 0.0,
+            "p_acceptable": [0.5, 1.0][: len(item_ids)],
+            "p_excellent": [0.5, 0.0][: len(item_ids)],
+        }
+    )
+
+
+def test_rating_quality_by_agreement() -> None:
+    joined = join_annotators(_predictions([0, 1]), _items())
+    table = rating_quality_table(joined).set_index("subset")
+    assert table.loc["all", "n"] == 2 and table.loc["unanimous", "n"] == 1
+    # item 0: argmax tie Acceptable/Excellent -> Acceptable (first max), majority Excellent: wrong
+    assert table.loc["unanimous", "accuracy"] == 0.0
+    assert table.loc["disagree", "accuracy"] == 1.0
+    # item 1: KL = 1/3 ln(1/3 / 1e-12) + 2/3 ln(2/3 / 1)
+    expected = (1 / 3) * np.log((1 / 3) / 1e-12) + (2 / 3) * np.log(2 / 3)
+    assert table.loc["disagree", "kl"] == pytest.approx(expected)
+    per_item = per_item_rating_scores(joined).set_index("item_id")
+    assert per_item.loc[0, "kl"] == pytest.approx(np.log(2))
+
+
+def test_join_annotators_names_the_missing_item() -> None:
+    with pytest.raises(ValueError, match="item_id=7"):
+        join_annotators(_predictions([7]), _items())
