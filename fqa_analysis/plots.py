@@ -21,6 +21,7 @@ __all__ = [
     "RATING_COLORS",
     "plot_agreement",
     "plot_explanation_lengths",
+    "plot_grouped_bars",
     "plot_label_distribution",
     "plot_recall_curves",
     "plot_reliability",
@@ -168,9 +169,18 @@ def plot_recall_curves(curve: pd.DataFrame, system: str = "rqa", ax: Axes | None
 
 
 def plot_reliability(
-    confidence: np.ndarray, correct: np.ndarray, label: str, bins: int = 10, ax: Axes | None = None
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    label: str,
+    bins: int = 10,
+    ax: Axes | None = None,
+    xlabel: str = "confidence (top-1 P_theta)",
+    ylabel: str = "accuracy",
 ) -> Axes:
-    """Reliability diagram: accuracy against mean confidence per equal-width bin (point size ~ count)."""
+    """Reliability diagram: accuracy against mean confidence per equal-width bin (point size ~ count).
+
+    ``correct`` may be fractional (e.g. the share of annotators who rated an answer Excellent).
+    """
     from fqa_analysis.calibration import reliability
 
     ax = _axes(ax, (4, 4))
@@ -181,7 +191,48 @@ def plot_reliability(
     ax.scatter(conf[used], acc[used], s=10 + 200 * n[used] / n.sum(), color=system_color(label))
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_xlabel("confidence (top-1 P_theta)")
-    ax.set_ylabel("accuracy")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.legend(frameon=False, loc="upper left")
+    return ax
+
+
+def plot_grouped_bars(
+    frame: pd.DataFrame,
+    group: str,
+    system: str,
+    value: str,
+    error: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Bars of ``value`` per ``group`` (x axis), one bar per ``system`` in its fixed colour.
+
+    Args:
+        frame: Long table, one row per (group, system).
+        group: Column of the x-axis groups (kept in first-appearance order).
+        system: Column naming the bars within a group (coloured by :func:`system_color`).
+        value: Bar height column.
+        error: Optional column of symmetric error-bar half-widths (e.g. sd over seeds).
+        ax: Axes to draw on.
+    """
+    ax = _axes(ax, (7, 3.5))
+    groups = list(dict.fromkeys(frame[group]))
+    systems = list(dict.fromkeys(frame[system]))
+    width = 0.8 / len(systems)
+    for j, name in enumerate(systems):
+        sub = frame[frame[system] == name].set_index(group).reindex(groups)
+        x = np.arange(len(groups)) + (j - (len(systems) - 1) / 2) * width
+        yerr = sub[error].to_numpy() if error else None
+        ax.bar(
+            x,
+            sub[value].to_numpy(),
+            width,
+            yerr=yerr,
+            capsize=2,
+            label=str(name),
+            color=system_color(str(name)),
+        )
+    ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups])
+    ax.set_ylabel(value)
+    ax.legend(frameon=False, fontsize="small")
     return ax

@@ -24,17 +24,25 @@ from fqa_analysis.candidates import RATING_COLUMNS, RUN_KEYS
 from fqa_analysis.data import FEEDBACK_DOMAINS
 from fqa_analysis.metrics import Average, accuracy_by_test_set, overall_accuracy, seed_averaged
 from fqa_analysis.ratings import rating_quality, rating_value
-from fqa_analysis.scoring import RerankerScore, combined_score, select_top1
+from fqa_analysis.scoring import (
+    RerankerScore,
+    combined_score,
+    expected_rating_score,
+    p_excellent_score,
+    select_top1,
+)
 from fqa_analysis.stats import holm, paired_bootstrap, paired_outcomes, test_set_label
 
 __all__ = [
     "AGREEMENT_SUBSETS",
+    "auc",
     "compare_to_baseline",
     "join_annotators",
     "per_item_rating_scores",
     "rating_quality_table",
     "score_ablation",
     "score_outcomes",
+    "score_separation",
     "seed_table",
 ]
 
@@ -178,6 +186,61 @@ def score_ablation(
     table["p_holm"] = holm(table["p_value"].tolist())
     order = list(rows[0])
     return table[[*order[: order.index("p_value") + 1], "p_holm", *order[order.index("p_value") + 1 :]]]
+
+
+def auc(score: np.ndarray, positive: np.ndarray) -> float:
+    """ROC AUC: the chance a random positive outscores a random negative (ties count half).
+
+    Example:
+        >>> auc(np.array([0.9, 0.5, 0.5, 0.1]), np.array([True, True, False, False]))
+        0.875
+    """
+    from scipy.stats import rankdata
+
+    pos = np.asarray(positive, dtype=bool)
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(np.asarray(score, dtype=float))
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def score_separation(
+    candidates: pd.DataFrame, overall_domains: Sequence[str] = FEEDBACK_DOMAINS
+) -> pd.DataFrame:
+    """Why one reranker score beats the other: how each separates gold from the other candidates.
+
+    Per (RQA, reranker), over every seed's top-k candidates of the overall questions: the AUC of
+    P(Excellent) and of E[y]/3 for gold vs non-gold candidates, and the mean within-question
+    standard deviation of each score and of ``p_rqa`` (how strongly a score can reorder the
+    RQA's list: a score that barely varies across a question's candidates leaves P_theta in charge).
+
+    Returns:
+        ``rqa, reranker, auc_p_excellent, auc_expected_rating, spread_p_rqa,
+        spread_p_excellent, spread_expected_rating``.
+    """
+    rated = candidates[(candidates["reranker"] != "none") & candidates["domain"].isin(list(overall_domains))]
+    rated = rated.assign(
+        pe=p_excellent_score(rated), er=expected_rating_score(rated), p=rated["p_rqa"].astype(float)
+    )
+    rows = []
+    for (rqa, reranker), block in rated.groupby(["rqa", "reranker"], sort=False):
+        gold = block["is_gold"].to_numpy(dtype=bool)
+        spread = block.groupby([*RUN_KEYS, "domain", "split", "question_id"], sort=False)[
+            ["p", "pe", "er"]
+        ].std()
+        rows.append(
+            {
+                "rqa": rqa,
+                "reranker": reranker,
+                "auc_p_excellent": auc(block["pe"].to_numpy(), gold),
+                "auc_expected_rating": auc(block["er"].to_numpy(), gold),
+                "spread_p_rqa": float(spread["p"].mean()),
+                "spread_p_excellent": float(spread["pe"].mean()),
+                "spread_expected_rating": float(spread["er"].mean()),
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def join_annotators(predictions: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:

@@ -159,3 +159,16 @@ def test_rating_quality_by_agreement() -> None:
 def test_join_annotators_names_the_missing_item() -> None:
     with pytest.raises(ValueError, match="item_id=7"):
         join_annotators(_predictions([7]), _items())
+
+
+def test_score_separation_by_hand() -> None:
+    from fqa_analysis.rerank_analysis import score_separation
+
+    t = score_separation(_ablation_candidates(), overall_domains=["WHO"]).iloc[0]
+    # P(Excellent): gold 0 and 1, non-gold 0.5 and 0 -> pairs (gold > non-gold): 0<0.5 no, 0=0 half,
+    # 1>0.5 yes, 1>0 yes -> 2.5 / 4
+    assert t["auc_p_excellent"] == 0.625
+    # E[y]/3: gold 2/3 and 1, non-gold 0.5 and 0 -> every gold wins
+    assert t["auc_expected_rating"] == 1.0
+    # within-question sd of p_rqa: |0.5 - 0.4| / sqrt(2) and |0.6 - 0.3| / sqrt(2)
+    assert t["spread_p_rqa"] == pytest.approx((0.1 + 0.3) / 2 / np.sqrt(2))
