@@ -284,7 +284,7 @@ def run_rqa(
         "seed": config.seed,
         "finetune": config.finetune.__dict__,
     }
-    _add_compute_times(out_dir / "manifest.json", timings, from_cache, config_record)
+    _add_compute_times(out_dir / "manifest.json", "rqa", timings, from_cache, config_record, ("systems",))
     entry = {
         "stage": "rqa",
         "protocol": protocol,
@@ -342,19 +342,28 @@ def _ranks(
 
 
 def _add_compute_times(
-    manifest_path: Path, timings: dict[str, Any], from_cache: dict[str, bool], config: dict[str, Any]
+    manifest_path: Path,
+    stage_name: str,
+    timings: dict[str, Any],
+    from_cache: dict[str, bool],
+    config: dict[str, Any],
+    ignore: tuple[str, ...] = (),
 ) -> None:
     """Give every step ``compute_s``: what computing it cost, also when this run read it from cache.
 
     ``wall_s`` is this invocation's time; for a step served from the cache, ``compute_s`` is
-    carried over from the previous manifest of the same configuration (the run that computed it).
+    carried over from the previous manifest entry of the same stage and configuration (the run
+    that computed it). Config keys in ``ignore`` (e.g. which systems ran: steps are named per
+    system) do not count as a different configuration.
     """
+
+    def same(record: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in json.loads(json.dumps(record)).items() if k not in ignore}
+
     previous: dict[str, Any] = {}
     if manifest_path.exists():
-        old = json.loads(manifest_path.read_text()).get("stages", {}).get("rqa", {})
-        if old.get("config", {}).get("subset") == config["subset"] and old.get("config", {}).get(
-            "finetune"
-        ) == json.loads(json.dumps(config["finetune"])):
+        old = json.loads(manifest_path.read_text()).get("stages", {}).get(stage_name, {})
+        if same(old.get("config", {})) == same(config):
             previous = old.get("timings", {})
     for step, record in timings.items():
         cached = from_cache.get(step, False)

@@ -70,8 +70,12 @@ def _autocast(config: RerankConfig) -> Any:
 class PairStates:
     """Cached lower-layer hidden states of pairs: ``states(ids) -> (hidden, mask)`` tensors."""
 
-    def __init__(self, folder: Path, index: dict[str, tuple[int, int]], n_chunks: int) -> None:
+    def __init__(
+        self, folder: Path, index: dict[str, tuple[int, int]], n_chunks: int, from_cache: bool = False
+    ) -> None:
         self.folder = folder
+        #: True when every chunk was already on disk (nothing was computed).
+        self.from_cache = from_cache
         self.index = index
         self._hidden = [np.load(folder / f"hidden_{i}.npy", mmap_mode="r") for i in range(n_chunks)]
         self._lengths = [np.load(folder / f"lengths_{i}.npy") for i in range(n_chunks)]
@@ -139,7 +143,7 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_r
                 atomic_write_npy(folder / f"hidden_{c}.npy", out)
                 atomic_write_npy(folder / f"lengths_{c}.npy", lengths)  # written last: marks the chunk done
         atomic_write_json(folder / "info.json", {"pairs": len(unique), "config": asdict(config)})
-    return PairStates(folder, index, n_chunks)
+    return PairStates(folder, index, n_chunks, from_cache=not todo)
 
 
 class _Top:

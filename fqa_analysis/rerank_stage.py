@@ -28,7 +28,7 @@ from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_npy, atomic_write_parquet, content_key, default_cache_root
 from fqa_analysis.calibration import top_k
 from fqa_analysis.candidates import RATING_COLUMNS
-from fqa_analysis.pipeline import _update_manifest, provenance, write_candidates
+from fqa_analysis.pipeline import _add_compute_times, _update_manifest, provenance, write_candidates
 from fqa_analysis.profiling import stage
 from fqa_analysis.rerank import CACHE_VERSION, RerankConfig, encode_pairs, pair_id, predict, train_reranker
 from fqa_analysis.rerank_data import RatedPair, feedback_training_sets, pseudo_rated_pairs, training_examples
@@ -108,6 +108,7 @@ def run_rerank(
     config = config or RerankRunConfig()
     cache_root = cache_root or default_cache_root()
     timings: dict[str, Any] = {}
+    from_cache: dict[str, bool] = {}
     protocol = data.training_protocol(data_dir)
     with stage(timings, "data"):
         candidates = load_candidates(out_dir)  # the rqa stage's output, contract-checked
@@ -140,6 +141,7 @@ def run_rerank(
     all_pairs += [(it.question, it.passage.text) for it in test_items]
     with stage(timings, "lower_layers"):
         states = encode_pairs(all_pairs, config.model, cache_root)
+    from_cache["lower_layers"] = states.from_cache
     score_ids = sorted(set(cand_ids) | set(test_ids))
     position = {pid: i for i, pid in enumerate(score_ids)}
     new_rows, prediction_rows, histories = [], [], {}
@@ -158,6 +160,7 @@ def run_rerank(
                 [(i, t.tolist()) for i, t in select],
             )
             folder = cache_root / "rerankers" / key
+            from_cache[f"{variant}/seed{seed}/train"] = (folder / "weights.pt").exists()
             with stage(timings, f"{variant}/seed{seed}/train"):
                 if (folder / "weights.pt").exists():
                     weights = torch.load(folder / "weights.pt", weights_only=False)
@@ -171,6 +174,7 @@ def run_rerank(
             histories[f"{variant}/seed{seed}"] = history
             with stage(timings, f"{variant}/seed{seed}/score"):
                 pred_path = folder / f"pred_{content_key(score_ids)}.npy"
+                from_cache[f"{variant}/seed{seed}/score"] = pred_path.exists()
                 if pred_path.exists():
                     probs = np.load(pred_path)
                 else:
@@ -202,10 +206,15 @@ def run_rerank(
     atomic_write_parquet(
         out_dir / "rating_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
     )
+    config_record = {**asdict(config), "variants": {v: VARIANTS[v] for v in config.variants}}
+    # Steps are named per variant and seed, so which ones ran is not part of the comparison.
+    _add_compute_times(
+        out_dir / "manifest.json", "rerank", timings, from_cache, config_record, ("variants", "seeds")
+    )
     entry = {
         "stage": "rerank",
         "protocol": protocol,
-        "config": {**asdict(config), "variants": {v: VARIANTS[v] for v in config.variants}},
+        "config": config_record,
         "training_pairs": {k: [len(f), len(s)] for k, (f, s) in sources.items()},
         "scored_pairs": len(score_ids),
         "histories": histories,

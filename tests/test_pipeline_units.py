@@ -67,12 +67,17 @@ def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:
     }
     atomic_write_json(manifest, old)
     timings = {"a/fit": {"wall_s": 0.5}, "a/test": {"wall_s": 70.0}}
-    _add_compute_times(manifest, timings, {"a/fit": True, "a/test": False}, config)
+    _add_compute_times(
+        manifest, "rqa", timings, {"a/fit": True, "a/test": False}, {**config, "systems": ["a"]}, ("systems",)
+    )
     assert timings["a/fit"] == {"wall_s": 0.5, "from_cache": True, "compute_s": 900.0}
     assert timings["a/test"]["compute_s"] == 70.0  # recomputed: this run's time
     other = {"a/fit": {"wall_s": 0.5}}
-    _add_compute_times(manifest, other, {"a/fit": True}, {"subset": 8, "finetune": {"epochs": 4}})
+    _add_compute_times(manifest, "rqa", other, {"a/fit": True}, {"subset": 8, "finetune": {"epochs": 4}})
     assert other["a/fit"]["compute_s"] == 0.5  # a different configuration's times are not borrowed
+    rerank = {"a/fit": {"wall_s": 0.5}}
+    _add_compute_times(manifest, "rerank", rerank, {"a/fit": True}, config)
+    assert rerank["a/fit"]["compute_s"] == 0.5  # another stage's times are not borrowed
 
 
 def test_rerank_stage_needs_the_rqa_stage_first(tiny_data: Path, tmp_path: Path) -> None:
