@@ -2,7 +2,7 @@
 
     fqa data fetch [--data-dir DIR] [--from MIRROR]   fill the data folder, verified
     fqa data check [--data-dir DIR]                   validate and count everything
-    fqa run [rqa] [--subset N] [--systems ...]        run the pipeline (cached, resumable)
+    fqa run [all|rqa|rerank|explain] [--subset N]    run the pipeline (cached, resumable)
 
 Exit codes: 0 success, 1 bad data (a message per problem, no traceback), 2 usage.
 """
@@ -19,6 +19,7 @@ from typing import Any
 from fqa_analysis import data
 from fqa_analysis.datacheck import check_data
 from fqa_analysis.errors import DataError
+from fqa_analysis.explain import GeneratorConfig
 from fqa_analysis.fetch import fetch
 from fqa_analysis.rerank import RerankConfig
 from fqa_analysis.rerank_stage import VARIANTS
@@ -43,7 +44,11 @@ def _parser() -> argparse.ArgumentParser:
 
     run_p = sub.add_parser("run", help="run pipeline stages (cached, resumable)")
     run_p.add_argument(
-        "stage", nargs="?", default="all", choices=["all", "rqa", "rerank"], help="stage (default: all)"
+        "stage",
+        nargs="?",
+        default="all",
+        choices=["all", "rqa", "rerank", "explain"],
+        help="stage (default: all, in order rqa, rerank, explain)",
     )
     run_p.add_argument("--data-dir", type=Path, help=dir_help)
     run_p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: results)")
@@ -61,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
         "--frozen-layers", type=int, default=RerankConfig.frozen_layers, help="reranker layers run once"
     )
     run_p.add_argument("--rerank-epochs", type=int, default=RerankConfig.epochs, help="reranker epochs")
+    run_p.add_argument(
+        "--explain-epochs", type=int, default=GeneratorConfig.epochs, help="explanation generator epochs"
+    )
     return parser
 
 
@@ -129,6 +137,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         seeds = tuple(int(s) for s in args.seeds.split(","))
         rerank = RerankRunConfig(variants=variants, seeds=seeds, model=model, subset=args.subset)
         _report(run_rerank(data_dir, args.out, rerank, args.cache_dir))
+    if args.stage in ("all", "explain"):
+        from fqa_analysis.explain_stage import ExplainRunConfig, run_explain
+
+        generator = GeneratorConfig(epochs=args.explain_epochs, max_steps=args.max_steps)
+        explain = ExplainRunConfig(generator=generator, subset=args.subset)
+        _report(run_explain(data_dir, args.out, explain, args.cache_dir))
     return 0
 
 

@@ -34,6 +34,7 @@ from fqa_analysis.ratings import LABELS, majority_label, rating_distribution, ra
 __all__ = [
     "Loss",
     "RatedPair",
+    "feedback_item_sets",
     "feedback_training_sets",
     "holdout_by_question",
     "pseudo_rated_pairs",
@@ -84,14 +85,17 @@ def holdout_by_question(
     return train, select
 
 
-def feedback_training_sets(
+def feedback_item_sets(
     protocol: str,
     train: Sequence[FeedbackSplit],
     valid: Sequence[FeedbackSplit],
     fraction: float = 0.2,
     seed: int = 0,
-) -> tuple[list[RatedPair], list[RatedPair]]:
-    """The (training, model-selection) feedback pairs of a protocol (DESIGN §3).
+) -> tuple[list[FeedbackItem], list[FeedbackItem]]:
+    """The (training, model-selection) feedback items of a protocol (DESIGN §3).
+
+    Rerankers and explainers share this split, so neither ever selects on items the other
+    trained on.
 
     Args:
         protocol: ``paper`` or ``available``.
@@ -105,16 +109,24 @@ def feedback_training_sets(
         missing = [d for d in FEEDBACK_DOMAINS if d not in domains]
         if missing:
             raise ValueError(f"the paper protocol needs feedback_train of every domain; missing: {missing}")
-        return (
-            [_pair(it) for s in train for it in s.items],
-            [_pair(it) for s in valid for it in s.items],
-        )
+        return [it for s in train for it in s.items], [it for s in valid for it in s.items]
     if protocol == "available":
         pool = [it for s in train if s.domain == "WHO" for it in s.items]
         pool += [it for s in valid for it in s.items]
-        fit, select = holdout_by_question(pool, fraction, seed)
-        return [_pair(it) for it in fit], [_pair(it) for it in select]
+        return holdout_by_question(pool, fraction, seed)
     raise ValueError(f"unknown protocol {protocol!r}; use 'paper' or 'available'")
+
+
+def feedback_training_sets(
+    protocol: str,
+    train: Sequence[FeedbackSplit],
+    valid: Sequence[FeedbackSplit],
+    fraction: float = 0.2,
+    seed: int = 0,
+) -> tuple[list[RatedPair], list[RatedPair]]:
+    """The (training, model-selection) rated pairs of a protocol (see :func:`feedback_item_sets`)."""
+    fit, select = feedback_item_sets(protocol, train, valid, fraction, seed)
+    return [_pair(it) for it in fit], [_pair(it) for it in select]
 
 
 def pseudo_rated_pairs(

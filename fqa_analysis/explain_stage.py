@@ -1,0 +1,292 @@
+"""Stage ``explain`` of ``fqa run``: train the explainers, explain, and score against humans.
+
+Outputs (in ``results/``):
+
+* ``explanations.parquet``: one row per (explainer, rating source, feedback_test item): the
+  explanation and its per-item metrics (ROUGE-L, BLEU, embedding similarity against the
+  leave-one-out reference pairs, and consistency with the rating it explains). Rating sources:
+  ``predicted`` (argmax of the ``feedback_kl`` reranker's P_phi, seed 0: what a deployed system
+  would know) and ``majority`` (the annotators' majority: explanation quality alone);
+* ``explanation_humans.parquet``: the same metrics for every annotator's own explanation
+  against the other two (the human ceiling), one row per (item, annotator);
+* ``explanations_top1.parquet``: for the best reranked system, each feedback-domain test
+  question's answer, its predicted rating and every explainer's explanation;
+* ``manifest.json``: stage ``explain`` with the generator's history, wall time and memory.
+
+Consistency: a logistic-regression rating classifier on MiniLM embeddings of explanation text,
+trained on the training explanations, labels each explanation; an explanation is consistent
+when the label is the rating it explains. Its accuracy on held-out human explanations is
+recorded, since it bounds what consistency can show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fqa_analysis import data
+from fqa_analysis.cache import atomic_write_parquet, default_cache_root
+from fqa_analysis.candidates import RATING_COLUMNS
+from fqa_analysis.errors import DataError, DataProblem
+from fqa_analysis.explain import (
+    CACHE_VERSION,
+    Explainer,
+    ExplanationExample,
+    GeneratorConfig,
+    GeneratorExplainer,
+    RetrievalExplainer,
+    TemplateExplainer,
+    explanation_examples,
+    train_generator,
+)
+from fqa_analysis.pipeline import _add_compute_times, _update_manifest, provenance
+from fqa_analysis.profiling import stage
+from fqa_analysis.ratings import LABELS, majority_label
+from fqa_analysis.rerank_analysis import score_outcomes, seed_table
+from fqa_analysis.rerank_data import feedback_item_sets
+from fqa_analysis.results import load_candidates, load_table
+from fqa_analysis.retrieval import DenseConfig, DenseSystem
+from fqa_analysis.text_metrics import bleu, leave_one_out, loo_score, rouge_l
+
+__all__ = ["ExplainRunConfig", "run_explain"]
+
+EMBED_MAX_LEN = 64  # explanations are one or two sentences
+
+
+@dataclass(frozen=True)
+class ExplainRunConfig:
+    """What ``fqa run explain`` computes.
+
+    Attributes:
+        generator: Settings of the fine-tuned generator.
+        rating_reranker: Reranker variant whose predicted rating is explained (seed 0).
+        subset: First N items of every feedback split and N questions per test set (CI).
+        holdout: Held-out share of questions (``available`` protocol), as for the rerankers.
+    """
+
+    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    rating_reranker: str = "feedback_kl"
+    subset: int | None = None
+    holdout: float = 0.2
+
+
+class _Embedder:
+    """MiniLM embeddings of explanation texts and the cosine helpers built on them."""
+
+    def __init__(self) -> None:
+        self.encoder = DenseSystem(DenseConfig())
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encoder.encode(list(texts), EMBED_MAX_LEN, "explanations")
+
+    def max_cosine(self, candidate: str, references: Sequence[str]) -> float:
+        vecs = self.vectors([candidate, *references])
+        return float(np.max(vecs[1:] @ vecs[0]))
+
+
+def _rating_classifier(embedder: _Embedder, fit: Sequence[ExplanationExample]) -> Any:
+    from sklearn.linear_model import LogisticRegression
+
+    x = embedder.vectors([e.explanation for e in fit])
+    y = np.array([LABELS.index(e.rating) for e in fit])
+    return LogisticRegression(max_iter=2000, C=1.0).fit(x, y)
+
+
+def _predicted_ratings(out_dir: Path, items: Sequence[data.FeedbackItem], reranker: str) -> list[str]:
+    """Argmax of the reranker's P_phi (seed 0) for each feedback_test item."""
+    preds = load_table(out_dir, "rating_predictions.parquet")
+    preds = preds[(preds["reranker"] == reranker) & (preds["seed"] == 0)]
+    keyed = {
+        (str(d), int(i)): int(np.argmax(row))
+        for d, i, row in zip(preds["domain"], preds["item_id"], preds[RATING_COLUMNS].to_numpy(), strict=True)
+    }
+    out = []
+    for it in items:
+        key = (it.domain, int(it.item_id))
+        if key not in keyed:
+            raise DataError(
+                DataProblem(
+                    out_dir / "rating_predictions.parquet",
+                    f"{it.domain} feedback_test item {it.item_id}",
+                    f"no rating prediction of reranker {reranker!r}, seed 0",
+                    "run `fqa run rerank` (same data and --subset) before `fqa run explain`",
+                )
+            )
+        out.append(LABELS[keyed[key]])
+    return out
+
+
+def _item_metrics(
+    texts: Sequence[str],
+    ratings: Sequence[str],
+    items: Sequence[data.FeedbackItem],
+    embedder: _Embedder,
+    classifier: Any,
+) -> pd.DataFrame:
+    """Per-item metrics of one explainer's texts (leave-one-out references) and consistency."""
+    labels = classifier.predict(embedder.vectors(texts))
+    rows = []
+    for text, rating, label, it in zip(texts, ratings, labels, items, strict=True):
+        refs = list(it.explanations)
+        rows.append(
+            {
+                "rouge_l": loo_score(text, refs, rouge_l),
+                "bleu": loo_score(text, refs, bleu),
+                "embedding_sim": loo_score(text, refs, embedder.max_cosine),
+                "consistent": float(LABELS[int(label)] == rating),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _human_metrics(items: Sequence[data.FeedbackItem], embedder: _Embedder, classifier: Any) -> pd.DataFrame:
+    """Every annotator's explanation against the other two (the human ceiling)."""
+    texts = [e for it in items for e in it.explanations]
+    labels = iter(classifier.predict(embedder.vectors(texts)))
+    rows = []
+    for it in items:
+        for a, ((text, refs), rating) in enumerate(
+            zip(leave_one_out(it.explanations), it.ratings, strict=True)
+        ):
+            rows.append(
+                {
+                    "domain": it.domain,
+                    "item_id": it.item_id,
+                    "annotator": a,
+                    "rating": rating,
+                    "explanation": text,
+                    "rouge_l": rouge_l(text, refs),
+                    "bleu": bleu(text, refs),
+                    "embedding_sim": embedder.max_cosine(text, refs),
+                    "consistent": float(LABELS[int(next(labels))] == rating),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _best_system(candidates: pd.DataFrame) -> tuple[str, str]:
+    """The (rqa, reranker) with the highest seed-mean overall micro accuracy among reranked runs."""
+    rated = candidates[candidates["reranker"] != "none"]
+    table = seed_table(score_outcomes(rated))
+    overall = table[table["test_set"] == "overall (micro)"].sort_values(
+        "mean", ascending=False, kind="stable"
+    )
+    best = overall.iloc[0]
+    return str(best["rqa"]), str(best["reranker"])
+
+
+def _top1_rows(
+    out_dir: Path, data_dir: Path, subset: int | None
+) -> tuple[pd.DataFrame, list[tuple[str, str, str]]]:
+    """The best system's seed-0 answer to every feedback-domain test question, with its predicted rating."""
+    candidates = load_candidates(out_dir)
+    rqa, reranker = _best_system(candidates)
+    run = candidates[
+        (candidates["rqa"] == rqa) & (candidates["reranker"] == reranker) & (candidates["seed"] == 0)
+    ]
+    run = run[run["domain"].isin(list(data.FEEDBACK_DOMAINS))]
+    picks = score_outcomes(run)
+    rows = run.merge(
+        picks[["domain", "split", "question_id", "passage_id"]],
+        on=["domain", "split", "question_id", "passage_id"],
+    )
+    if subset is not None:
+        rows = rows.groupby("domain", sort=False).head(subset)
+    pools = {d: data.load_qa_split(data_dir, d, "test") for d in data.FEEDBACK_DOMAINS}
+    texts = [pools[d].passages[int(p)].text for d, p in zip(rows["domain"], rows["passage_id"], strict=True)]
+    ratings = [LABELS[int(i)] for i in np.argmax(rows[RATING_COLUMNS].to_numpy(), axis=1)]
+    frame = rows[
+        ["rqa", "reranker", "seed", "domain", "split", "question_id", "question", "passage_id", "is_gold"]
+    ].copy()
+    frame["passage_text"] = texts
+    frame["predicted_rating"] = ratings
+    frame["p_excellent"] = rows["p_excellent"].to_numpy()
+    return frame.reset_index(drop=True), list(zip(frame["question"], texts, ratings, strict=True))
+
+
+def run_explain(
+    data_dir: Path, out_dir: Path, config: ExplainRunConfig | None = None, cache_root: Path | None = None
+) -> dict[str, Any]:
+    """Run the explain stage on top of the rerank stage's outputs in ``out_dir``."""
+    config = config or ExplainRunConfig()
+    cache_root = cache_root or default_cache_root()
+    protocol = data.training_protocol(data_dir)
+    timings: dict[str, Any] = {}
+    from_cache: dict[str, bool] = {}
+    with stage(timings, "data"):
+        fb = {s: data.available_feedback(data_dir, s) for s in data.FEEDBACK_SPLITS}
+        if config.subset is not None:
+            fb = {
+                s: [data.FeedbackSplit(f.domain, f.split, f.path, f.items[: config.subset]) for f in splits]
+                for s, splits in fb.items()
+            }
+        fit_items, select_items = feedback_item_sets(protocol, fb["train"], fb["valid"], config.holdout)
+        fit, select = explanation_examples(fit_items), explanation_examples(select_items)
+        test_items = [it for f in fb["test"] for it in f.items]
+        sources = {
+            "predicted": _predicted_ratings(out_dir, test_items, config.rating_reranker),
+            "majority": [majority_label(it.ratings, tie="lower") for it in test_items],
+        }
+        top1, top1_rows = _top1_rows(out_dir, data_dir, config.subset)
+    with stage(timings, "generator/train"):
+        model_dir, history = train_generator(fit, select, config.generator, cache_root)
+    from_cache["generator/train"] = bool(history["from_cache"])
+    embedder = _Embedder()
+    with stage(timings, "rating_classifier"):
+        classifier = _rating_classifier(embedder, fit)
+        held = classifier.predict(embedder.vectors([e.explanation for e in select]))
+        classifier_acc = float(
+            np.mean([LABELS[int(p)] == e.rating for p, e in zip(held, select, strict=True)])
+        )
+    explainers: list[Explainer] = [
+        TemplateExplainer(),
+        RetrievalExplainer(fit, same_rating=True, encoder=embedder.encoder),
+        RetrievalExplainer(fit, same_rating=False, encoder=embedder.encoder),
+        GeneratorExplainer(model_dir, config.generator),
+    ]
+    frames = []
+    for explainer in explainers:
+        with stage(timings, f"{explainer.name}/explain"):
+            for source, ratings in sources.items():
+                rows = [(it.question, it.passage.text, r) for it, r in zip(test_items, ratings, strict=True)]
+                texts = explainer.explain_many(rows)
+                metrics = _item_metrics(texts, ratings, test_items, embedder, classifier)
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "protocol": protocol,
+                            "explainer": explainer.name,
+                            "rating_source": source,
+                            "domain": [it.domain for it in test_items],
+                            "item_id": [it.item_id for it in test_items],
+                            "rating": ratings,
+                            "explanation": texts,
+                        }
+                    ).join(metrics)
+                )
+            top1[explainer.name] = explainer.explain_many(top1_rows)
+    with stage(timings, "humans"):
+        humans = _human_metrics(test_items, embedder, classifier)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_parquet(out_dir / "explanations.parquet", pd.concat(frames, ignore_index=True))
+    atomic_write_parquet(out_dir / "explanation_humans.parquet", humans.assign(protocol=protocol))
+    atomic_write_parquet(out_dir / "explanations_top1.parquet", top1.assign(protocol=protocol))
+    config_record = asdict(config)
+    _add_compute_times(out_dir / "manifest.json", "explain", timings, from_cache, config_record)
+    entry = {
+        "stage": "explain",
+        "protocol": protocol,
+        "config": config_record,
+        "training_explanations": [len(fit), len(select)],
+        "generator_history": history,
+        "rating_classifier_heldout_accuracy": classifier_acc,
+        "top1_system": [str(top1["rqa"].iloc[0]), str(top1["reranker"].iloc[0])] if len(top1) else None,
+        **provenance(timings, CACHE_VERSION),
+    }
+    _update_manifest(out_dir / "manifest.json", "explain", entry)
+    return entry

@@ -1,0 +1,115 @@
+"""Reference-based metrics of generated explanations (pure: no models).
+
+* :func:`rouge_l`: ROUGE-L F1 (longest common subsequence of lower-cased word tokens), the best
+  over the references, as ``rouge-score`` reports multi-reference ROUGE-L.
+* :func:`bleu`: sentence BLEU from ``sacrebleu`` (13a tokenisation, exponential smoothing), all
+  references at once, on a 0-1 scale; :func:`corpus_bleu` for a whole system.
+* :func:`leave_one_out`: the fair comparison with humans. feedback_test has three explanations
+  per item; a human's explanation is scored against the *other two*, so a system is scored
+  against each pair of two as well and the three scores are averaged. Both then see the same
+  number of references.
+
+Example:
+    >>> round(rouge_l("gives the rules", ["it gives the rules and links"]), 4)  # LCS 3: P 1, R 3/6
+    0.6667
+    >>> leave_one_out(["a", "b", "c"])
+    [('a', ['b', 'c']), ('b', ['a', 'c']), ('c', ['a', 'b'])]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+__all__ = ["bleu", "corpus_bleu", "lcs_length", "leave_one_out", "loo_score", "rouge_l", "tokens"]
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased alphanumeric word tokens (punctuation dropped, as rouge-score does).
+
+    Example:
+        >>> tokens("Doesn't mention ages; gives LINKS.")
+        ['doesn', 't', 'mention', 'ages', 'gives', 'links']
+    """
+    return _TOKEN.findall(text.lower())
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence (dynamic programming, O(len(a) len(b))).
+
+    Example:
+        >>> lcs_length("abcbdab", "bdcaba")
+        4
+    """
+    if not a or not b:
+        return 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def rouge_l(candidate: str, references: Sequence[str]) -> float:
+    """ROUGE-L F1 of a candidate, the maximum over references (0 when either side is empty)."""
+    if not references:
+        raise ValueError("rouge_l needs at least one reference")
+    cand = tokens(candidate)
+    best = 0.0
+    for ref in references:
+        r = tokens(ref)
+        lcs = lcs_length(cand, r)
+        if lcs == 0:
+            continue
+        p, q = lcs / len(cand), lcs / len(r)
+        best = max(best, 2 * p * q / (p + q))
+    return best
+
+
+def bleu(candidate: str, references: Sequence[str]) -> float:
+    """Sentence BLEU (sacrebleu defaults: 13a tokens, exp smoothing) against all references, in [0, 1].
+
+    Example:
+        >>> round(bleu("the answer gives links", ["the answer gives links"]), 6)
+        1.0
+    """
+    import sacrebleu
+
+    if not references:
+        raise ValueError("bleu needs at least one reference")
+    return float(sacrebleu.sentence_bleu(candidate, list(references)).score) / 100.0
+
+
+def corpus_bleu(candidates: Sequence[str], references: Sequence[Sequence[str]]) -> float:
+    """Corpus BLEU of a system in [0, 1]; every candidate needs the same number of references."""
+    import sacrebleu
+
+    counts = {len(r) for r in references}
+    if len(counts) != 1:
+        raise ValueError(
+            f"corpus_bleu needs the same number of references per candidate, got {sorted(counts)}"
+        )
+    streams = [list(s) for s in zip(*references, strict=True)]
+    return float(sacrebleu.corpus_bleu(list(candidates), streams).score) / 100.0
+
+
+def leave_one_out(explanations: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Each explanation with the others as its references (the human-ceiling pairs)."""
+    return [(e, [o for j, o in enumerate(explanations) if j != i]) for i, e in enumerate(explanations)]
+
+
+def loo_score(
+    candidate: str, explanations: Sequence[str], metric: Callable[[str, Sequence[str]], float]
+) -> float:
+    """A system's score against each leave-one-out reference set, averaged (same references as a human).
+
+    Example:
+        >>> loo_score("b", ["a", "b", "c"], rouge_l)  # vs (b, c): 1; vs (a, c): 0; vs (a, b): 1
+        0.6666666666666666
+    """
+    pairs = leave_one_out(explanations)
+    return sum(metric(candidate, refs) for _, refs in pairs) / len(pairs)

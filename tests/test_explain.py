@@ -1,0 +1,84 @@
+"""Explanation metrics and the model-free explainers, on tiny hand-made examples."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from fqa_analysis.explain import ExplanationExample, RetrievalExplainer, TemplateExplainer
+from fqa_analysis.retrieval import DenseSystem
+from fqa_analysis.text_metrics import bleu, corpus_bleu, lcs_length, leave_one_out, loo_score, rouge_l, tokens
+
+
+def test_rouge_l_by_hand() -> None:
+    # candidate "the answer is vague" vs reference "the answer is clear and complete":
+    # LCS "the answer is" = 3; P = 3/4, R = 3/6 -> F1 = 2 * .75 * .5 / 1.25 = 0.6
+    assert rouge_l("The answer is vague.", ["the answer is clear and complete"]) == pytest.approx(0.6)
+    # the best reference counts
+    assert rouge_l("links given", ["no match here", "links given"]) == 1.0
+    assert rouge_l("", ["anything"]) == 0.0
+    assert lcs_length(tokens("a b c d"), tokens("b d")) == 2
+    with pytest.raises(ValueError, match="at least one reference"):
+        rouge_l("x", [])
+
+
+def test_bleu_orders_and_bounds() -> None:
+    refs = ["the answer gives clear steps to follow"]
+    exact = bleu("the answer gives clear steps to follow", refs)
+    partial = bleu("the answer gives steps", refs)
+    unrelated = bleu("bananas are yellow", refs)
+    assert exact == pytest.approx(1.0)
+    assert 0.0 < partial < exact
+    assert unrelated < partial
+    assert corpus_bleu(["the answer gives clear steps to follow"], [refs]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="same number of references"):
+        corpus_bleu(["a", "b"], [["x"], ["y", "z"]])
+
+
+def test_leave_one_out_gives_humans_and_systems_the_same_references() -> None:
+    explanations = ["good answer", "good answer indeed", "bad answer"]
+    pairs = leave_one_out(explanations)
+    assert [len(refs) for _, refs in pairs] == [2, 2, 2]
+    # a system that copies annotator 0: vs (1, 2) ROUGE-L F1 of "good answer" vs "good answer indeed" = 0.8;
+    # vs (0, 2) and (0, 1) it matches exactly -> (0.8 + 1 + 1) / 3
+    assert loo_score("good answer", explanations, rouge_l) == pytest.approx((0.8 + 1 + 1) / 3)
+
+
+def _example(question: str, rating: str, explanation: str) -> ExplanationExample:
+    return ExplanationExample("WHO", question, "passage", rating, explanation)
+
+
+class _WordEncoder(DenseSystem):
+    """A fake bi-encoder: unit vectors of word counts over a fixed vocabulary (no model)."""
+
+    VOCAB = ("masks", "hands", "travel", "vaccine", "passage")
+
+    def encode(self, texts: Sequence[str], max_len: int, desc: str = "encode") -> np.ndarray:
+        rows = np.array([[t.lower().count(w) for w in self.VOCAB] for t in texts], dtype=np.float32)
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+
+
+def test_retrieval_explainer_borrows_the_nearest_same_rating_explanation() -> None:
+    train = [
+        _example("Do masks work?", "Excellent", "Explains how masks help."),
+        _example("Wash hands how?", "Excellent", "Gives hand washing steps."),
+        _example("Masks for kids?", "Bad", "Talks about adults only."),
+    ]
+    same = RetrievalExplainer(train, same_rating=True, encoder=_WordEncoder())
+    anyr = RetrievalExplainer(train, same_rating=False, encoder=_WordEncoder())
+    # a masks question rated Bad: the only Bad example; without the rating filter the first masks example
+    assert same.explain("Masks masks?", "passage", "Bad") == "Talks about adults only."
+    assert anyr.explain("Masks masks?", "passage", "Bad") == "Explains how masks help."
+    # no training example rated Acceptable: falls back to every example
+    assert same.explain("hands?", "passage", "Acceptable") == "Gives hand washing steps."
+    assert same.name == "retrieval_same_rating" and anyr.name == "retrieval_any_rating"
+
+
+def test_explainers_reject_unknown_ratings() -> None:
+    assert TemplateExplainer().explain("q", "p", "Excellent").startswith("The answer directly")
+    with pytest.raises(ValueError, match="unknown rating"):
+        TemplateExplainer().explain("q", "p", "Great")
+    with pytest.raises(ValueError, match="at least one training explanation"):
+        RetrievalExplainer([], encoder=_WordEncoder())

@@ -1,0 +1,140 @@
+"""Write book/ablation_loss.ipynb: KL to the annotator distribution or cross-entropy."""
+
+from nbgen import code, md, write
+
+cells = [
+    md(
+        "# Ablation: KL or cross-entropy\n\n"
+        "The paper trains its FeedbackReranker to match the **distribution** of the annotators' ratings (KL "
+        "divergence). Two simpler choices are compared with the same data, model and seeds:\n\n"
+        "- `feedback_kl`: KL(annotators || P_phi), the target is the annotators' rating distribution;\n"
+        "- `feedback_ce_annotator`: cross-entropy with one example per annotator rating (the same expected "
+        "gradient as KL, but noisier batches);\n"
+        "- `feedback_ce_majority`: cross-entropy on the majority label (ties to the **lower** rating), which "
+        "discards disagreement entirely.\n\n"
+        "If the losses differ anywhere, it should be in the rating distributions they predict (calibration, "
+        "and items where annotators disagree), more than in the top-1 accuracy of the reranked QA system. "
+        "Rating quality is measured on **feedback_test** (three annotators per item, never trained on): "
+        "accuracy of the argmax against the majority label, macro-F1 over the four ratings, mean KL from the "
+        "annotator distribution to P_phi (nats), and the calibration error of P(Excellent) against the share "
+        "of annotators who said Excellent (10 equal-width bins). `vanilla` and `combined` are shown beside "
+        "for reference."
+    ),
+    code(
+        "import matplotlib.pyplot as plt\n"
+        "import pandas as pd\n\n"
+        "from fqa_analysis import data\n"
+        "from fqa_analysis.plots import plot_grouped_bars, plot_reliability\n"
+        "from fqa_analysis.ratings import item_ratings\n"
+        "from fqa_analysis.rerank_analysis import (\n"
+        "    compare_to_baseline,\n"
+        "    join_annotators,\n"
+        "    per_item_rating_scores,\n"
+        "    rating_quality_table,\n"
+        "    score_outcomes,\n"
+        ")\n"
+        "from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir\n"
+        "from fqa_analysis.stats import paired_bootstrap\n\n"
+        "RESULTS = results_dir()\n"
+        'stage = load_manifest(RESULTS)["stages"]["rerank"]\n'
+        'VARIANTS = list(stage["config"]["variants"])\n'
+        'LOSSES = [v for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v in VARIANTS]\n'
+        'predictions = load_table(RESULTS, "rating_predictions.parquet")\n'
+        'test_feedback = data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))\n'
+        "items = item_ratings(test_feedback)\n"
+        "joined = join_annotators(predictions, items)\n"
+        "print(f\"{items.shape[0]} feedback_test items, {int(items['unanimous'].sum())} unanimous; \"\n"
+        "      f\"{predictions.groupby(['reranker', 'seed']).ngroups} reranker runs\")"
+    ),
+    md(
+        "## Rating quality per loss\n\n"
+        "Mean ± sd over the three seeds, on all items and split by agreement: **unanimous** (all three "
+        "annotators gave the same rating) and **disagree** (at least two different ratings). Majority ties "
+        "go to the lower rating."
+    ),
+    code(
+        "quality = rating_quality_table(joined)\n"
+        'metrics = ["accuracy", "macro_f1", "kl", "ece_excellent"]\n'
+        'summary = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])\n'
+        "cells = pd.DataFrame(\n"
+        "    {m: [f\"{a:.3f} ± {b:.3f}\" for a, b in zip(summary[(m, 'mean')], summary[(m, 'std')], strict=True)]\n"
+        "     for m in metrics},\n"
+        "    index=summary.index,\n"
+        ")\n"
+        'cells.join(quality.groupby(["reranker", "subset"], sort=False)["n"].first())'
+    ),
+    code(
+        'means = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])\n'
+        "fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))\n"
+        'for ax, metric in zip(axes, ["kl", "accuracy"], strict=True):\n'
+        "    frame = pd.DataFrame({\n"
+        '        "subset": means.index.get_level_values("subset"),\n'
+        '        "reranker": means.index.get_level_values("reranker"),\n'
+        "        metric: means[(metric, 'mean')].to_numpy(),\n"
+        "        'sd': means[(metric, 'std')].to_numpy(),\n"
+        "    })\n"
+        '    plot_grouped_bars(frame, "subset", "reranker", metric, error="sd", ax=ax)\n'
+        "axes[0].set_ylabel('KL(annotators || P_phi), nats (lower is better)')\n"
+        "axes[1].set_ylabel('argmax = majority label')\n"
+        "plt.tight_layout()\n"
+        "plt.show()"
+    ),
+    md(
+        "## Are the differences significant?\n\n"
+        "Per item, KL and argmax-correctness are averaged over the three seeds; each cross-entropy loss is "
+        "compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on "
+        "all items and within each agreement subset; Holm over the two losses within a (metric, subset). For "
+        "KL a negative delta means the loss is *better* than KL."
+    ),
+    code(
+        "per_item = per_item_rating_scores(joined[joined['reranker'].isin(LOSSES)])\n"
+        "rows = []\n"
+        'for metric in ("kl", "correct"):\n'
+        '    for subset in ("all", "unanimous", "disagree"):\n'
+        "        part = per_item if subset == 'all' else per_item[per_item['unanimous'] == (subset == 'unanimous')]\n"
+        '        wide = part.pivot_table(index=["domain", "item_id"], columns="reranker", values=metric)[LOSSES]\n'
+        '        strata = list(wide.index.get_level_values("domain"))\n'
+        '        cmp = paired_bootstrap(wide.reset_index(drop=True), "feedback_kl", strata)\n'
+        "        frame = cmp.to_frame().drop(index='feedback_kl')\n"
+        '        rows.append(frame.assign(metric=metric, subset=subset, n=len(wide)).reset_index())\n'
+        "tests = pd.concat(rows, ignore_index=True)\n"
+        'tests[["metric", "subset", "n", "system", "mean", "delta", "delta_ci_low", "delta_ci_high",\n'
+        '       "p_value", "p_holm"]].round(4)'
+    ),
+    md(
+        "## Calibration of P(Excellent)\n\n"
+        "Reliability diagrams on feedback_test, all seeds pooled: predicted P(Excellent) against the share of "
+        "annotators who rated the answer Excellent, in 10 equal-width bins (point size ~ items in the bin). A "
+        "loss that learns the annotators' spread should follow the diagonal; a loss trained on one-hot "
+        "majority labels tends to be over-confident (points below the diagonal at high P)."
+    ),
+    code(
+        "fig, axes = plt.subplots(1, len(VARIANTS), figsize=(3.6 * len(VARIANTS), 3.8))\n"
+        "for ax, variant in zip(axes, VARIANTS, strict=True):\n"
+        '    part = joined[joined["reranker"] == variant]\n'
+        '    plot_reliability(part["p_excellent"].to_numpy(), part["a_excellent"].to_numpy(), variant, ax=ax,\n'
+        '                     xlabel="predicted P(Excellent)", ylabel="share of annotators: Excellent")\n'
+        "    ece = quality[(quality['reranker'] == variant) & (quality['subset'] == 'all')]['ece_excellent']\n"
+        '    ax.set_title(f"{variant}\\nECE {ece.mean():.3f}", fontsize="small")\n'
+        "plt.tight_layout()\n"
+        "plt.show()"
+    ),
+    md(
+        "## Does the loss change the QA accuracy?\n\n"
+        "The reranked QA system's overall accuracy (S = P_theta + P(Excellent), micro), each cross-entropy "
+        "loss against `feedback_kl`, on seed-averaged per-question outcomes, per RQA system (Holm over the two "
+        "losses within an RQA system):"
+    ),
+    code(
+        "candidates = load_candidates(RESULTS)\n"
+        'outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])\n'
+        'qa = compare_to_baseline(outcomes, baseline="feedback_kl")\n'
+        "shown = qa.copy()\n"
+        'for c in ["mean", "delta", "delta_ci_low", "delta_ci_high"]:\n'
+        "    shown[c] = (100 * shown[c]).round(2)\n"
+        'shown[["rqa", "system", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm",\n'
+        '       "wins", "ties", "losses"]].round(4)'
+    ),
+]
+
+write("book/ablation_loss.ipynb", cells)
