@@ -1,4 +1,4 @@
-"""CI smoke test: `fqa run rqa --subset` then `fqa run rerank --subset`, end to end on the real data.
+"""CI smoke test: `fqa run rqa|rerank|explain --subset`, end to end on the real data.
 
 Runs by `make smoke` (part of `make test`); needs the data (`make data`) and the model packages.
 """
@@ -60,6 +60,8 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, flo
         str(cache),
     ]
     assert main(rerank) == 0
+    explain = ["run", "explain", "--subset", str(SUBSET), "--explain-epochs", "1", "--max-steps", "2"]
+    assert main([*explain, "--out", str(out), "--cache-dir", str(cache)]) == 0
     return out, cache, rerun_s
 
 
@@ -124,3 +126,22 @@ def test_rerankers_score_every_rqa_with_the_same_model(smoke_run: tuple[Path, Pa
     )
     stage = json.loads((out / "manifest.json").read_text())["stages"]["rerank"]
     assert stage["scored_pairs"] > 0 and "lower_layers" in stage["timings"]
+
+
+def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Path, Path, float]) -> None:
+    out, _, _ = smoke_run
+    items = 4 * SUBSET  # the four feedback domains' test files, SUBSET items each
+    explanations = pd.read_parquet(out / "explanations.parquet")
+    explainers = {"template", "retrieval_same_rating", "retrieval_any_rating", "generator"}
+    assert set(explanations["explainer"]) == explainers
+    assert len(explanations) == len(explainers) * 2 * items  # two rating sources
+    assert explanations["explanation"].str.len().gt(0).all()
+    for metric in ("rouge_l", "bleu", "consistent"):
+        assert explanations[metric].between(0, 1 + 1e-6).all(), metric
+    assert explanations["embedding_sim"].between(-1 - 1e-6, 1 + 1e-6).all()  # a cosine
+    humans = pd.read_parquet(out / "explanation_humans.parquet")
+    assert len(humans) == 3 * items
+    top1 = pd.read_parquet(out / "explanations_top1.parquet")
+    assert len(top1) == items and explainers <= set(top1.columns)
+    stage = json.loads((out / "manifest.json").read_text())["stages"]["explain"]
+    assert "generator/train" in stage["timings"]
