@@ -102,5 +102,5 @@ def atomic_write_npy(dest: Path, array: np.ndarray) -> None:
 
 
 def atomic_write_parquet(dest: Path, frame: pd.DataFrame) -> None:
-    """Write a DataFrame as Parquet atomically (no index)."""
-    _atomic(dest, lambda tmp: frame.to_parquet(tmp, index=False))
+    """Write a DataFrame as Parquet atomically (no index; zstd level 9: results/ must stay small)."""
+    _atomic(dest, lambda tmp: frame.to_parquet(tmp, index=False, compression="zstd", compression_level=9))

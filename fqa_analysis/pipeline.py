@@ -50,7 +50,6 @@ from fqa_analysis.candidates import (
     NO_RERANKER,
     QUESTION_KEYS,
     RATING_COLUMNS,
-    RUN_KEYS,
     validate_candidates,
 )
 from fqa_analysis.profiling import stage
@@ -191,11 +190,17 @@ def _confidence_summary(
 
 
 def write_candidates(out_dir: Path, table: pd.DataFrame) -> None:
-    """Check the whole table against the contract, sort it by run and question, write it atomically."""
+    """Check the whole table against the contract, sort it question-major, write it atomically.
+
+    Question-major order (question, RQA system, rank, then reranker and seed) puts the 16 runs of
+    one candidate next to each other, so the columns they share (question, passage, P_theta)
+    compress to almost nothing: it halves the file. Readers must not rely on row order.
+    """
     path = out_dir / "candidates.parquet"
     validate_candidates(table, path)
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_parquet(path, table.sort_values([*RUN_KEYS, *QUESTION_KEYS, "rqa_rank"], ignore_index=True))
+    order = ["protocol", *QUESTION_KEYS, "rqa", "rqa_rank", "reranker", "seed"]
+    atomic_write_parquet(path, table.sort_values(order, ignore_index=True, kind="stable"))
 
 
 def _merge_rows(path: Path, new: pd.DataFrame, owned: pd.DataFrame) -> pd.DataFrame:
@@ -349,7 +354,7 @@ def _add_compute_times(
     config: dict[str, Any],
     ignore: tuple[str, ...] = (),
 ) -> None:
-    """Give every step ``compute_s``: what computing it cost, also when this run read it from cache.
+    """Give every step ``compute_s`` and ``compute_peak_rss_mb``: the cost of computing it.
 
     ``wall_s`` is this invocation's time; for a step served from the cache, ``compute_s`` is
     carried over from the previous manifest entry of the same stage and configuration (the run
@@ -372,6 +377,12 @@ def _add_compute_times(
         record["compute_s"] = (
             before.get("compute_s", before.get("wall_s")) if cached and before else record["wall_s"]
         )
+        if "peak_rss_mb" in record:  # the memory of the run that computed the step, likewise
+            record["compute_peak_rss_mb"] = (
+                before.get("compute_peak_rss_mb", before.get("peak_rss_mb", record["peak_rss_mb"]))
+                if cached and before
+                else record["peak_rss_mb"]
+            )
 
 
 def _update_manifest(path: Path, stage_name: str, entry: dict[str, Any]) -> None:

@@ -116,6 +116,8 @@ def failure_examples(
     top1 = candidates[
         (candidates["rqa"] == rqa) & (candidates["reranker"] == "none") & (candidates["rqa_rank"] == 1)
     ]
+    # sorted first: the sample must not depend on the stored row order
+    top1 = top1.sort_values(["domain", "split", "question_id"], kind="stable")
     wrong = top1[~top1["is_gold"]].sample(n=min(n, int((~top1["is_gold"]).sum())), random_state=seed)
     sub = ranks[ranks["rqa"] == rqa]
     keyed = {

@@ -75,7 +75,20 @@ def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:
     other = {"a/fit": {"wall_s": 0.5}}
     _add_compute_times(manifest, "rqa", other, {"a/fit": True}, {"subset": 8, "finetune": {"epochs": 4}})
     assert other["a/fit"]["compute_s"] == 0.5  # a different configuration's times are not borrowed
+    atomic_write_json(
+        manifest,
+        {
+            "stages": {
+                "rerank": {"config": config, "timings": {"a/fit": {"wall_s": 9.0, "peak_rss_mb": 6000.0}}}
+            }
+        },
+    )
+    peaks = {"a/fit": {"wall_s": 0.1, "peak_rss_mb": 900.0}, "a/new": {"wall_s": 2.0, "peak_rss_mb": 1000.0}}
+    _add_compute_times(manifest, "rerank", peaks, {"a/fit": True, "a/new": False}, config)
+    assert peaks["a/fit"]["compute_peak_rss_mb"] == 6000.0  # the computing run's memory, carried over
+    assert peaks["a/new"]["compute_peak_rss_mb"] == 1000.0
     rerank = {"a/fit": {"wall_s": 0.5}}
+    atomic_write_json(manifest, old)
     _add_compute_times(manifest, "rerank", rerank, {"a/fit": True}, config)
     assert rerank["a/fit"]["compute_s"] == 0.5  # another stage's times are not borrowed
 
