@@ -48,11 +48,31 @@ class RerankConfig:
     weight_decay: float = 0.01
     warmup: float = 0.1
     threads: int = 2
+    #: What the rating head reads: ``cls`` (the first token, as BERT cross-encoders do) or ``mean``
+    #: (the mean of the top layer's token states, the pooling all-MiniLM-L6-v2 was trained with;
+    #: benchmarks/reranker_probe.py measured no real gain from it).
+    pooling: str = "cls"
     #: Run the transformer layers under bfloat16 autocast (this CPU has avx512_bf16: ~2x faster
     #: linear layers); master weights, the loss and the cached states stay in float32 / fp16.
     bf16: bool = True
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None
+
+
+#: Settings added after models were cached, with the default that reproduces the earlier code:
+#: left out of cache keys at that default, so those models stay valid.
+_LATER_FIELDS: dict[str, object] = {"pooling": "cls"}
+
+
+def model_key(config: RerankConfig) -> dict[str, Any]:
+    """The settings a trained model's cache key depends on (see ``_LATER_FIELDS``).
+
+    Example:
+        >>> "pooling" in model_key(RerankConfig()), model_key(RerankConfig(pooling="mean"))["pooling"]
+        (False, 'mean')
+    """
+    fields = asdict(config)
+    return {k: v for k, v in fields.items() if not (k in _LATER_FIELDS and v == _LATER_FIELDS[k])}
 
 
 def pair_id(question: str, passage: str) -> str:
@@ -161,6 +181,9 @@ class _Top:
         self.dropout = torch.nn.Dropout(base.config.hidden_dropout_prob)
         self.head = torch.nn.Linear(hidden, N_CLASSES)
         self.modules = torch.nn.ModuleList([self.layers, self.head])
+        if config.pooling not in ("mean", "cls"):
+            raise ValueError(f"unknown pooling {config.pooling!r}; use 'mean' or 'cls'")
+        self.pooling = config.pooling
 
     def logits(self, hidden: Any, mask: Any) -> Any:
         ext, _ = self.base._create_attention_masks(
@@ -174,7 +197,12 @@ class _Top:
         for layer in self.layers:
             out = layer(h, attention_mask=ext)
             h = out[0] if isinstance(out, tuple) else out
-        return self.head(self.dropout(h[:, 0]))
+        if self.pooling == "cls":
+            pooled = h[:, 0]
+        else:
+            weights = mask.unsqueeze(-1).to(h.dtype)
+            pooled = (h * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+        return self.head(self.dropout(pooled))
 
 
 def train_reranker(
