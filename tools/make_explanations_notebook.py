@@ -6,7 +6,7 @@ cells = [
     md(
         "# Explanations\n\n"
         "FeedbackQA's annotators explained every rating in a sentence or two (\"Gives requirements and links "
-        "in response.\"). An explanation lets a user judge an answer without reading all of it. This chapter "
+        'in response."). An explanation lets a user judge an answer without reading all of it. This chapter '
         "measures how close explainers trainable on two CPU cores come to the annotators.\n\n"
         "**Explainers** (`fqa_analysis.explain`), all behind `explain(question, passage, rating) -> text`:\n\n"
         "- `template`: one fixed, hand-written sentence per rating (the floor);\n"
@@ -69,8 +69,8 @@ cells = [
         "        for name, r in ci.iterrows():\n"
         '            long.append({"system": f"{name}" if name == "human" else f"{name} ({source})",\n'
         '                         "metric": metric, "accuracy": r["mean"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]})\n'
-        "long = pd.DataFrame(long).drop_duplicates([\"system\", \"metric\"])\n"
-        "rows = [f\"{e} ({s})\" for s in (\"predicted\", \"majority\") for e in EXPLAINERS] + [\"human\"]\n"
+        'long = pd.DataFrame(long).drop_duplicates(["system", "metric"])\n'
+        'rows = [f"{e} ({s})" for s in ("predicted", "majority") for e in EXPLAINERS] + ["human"]\n'
         'ci_table(long, rows="system", columns="metric", row_order=rows, column_order=METRICS, digits=1)'
     ),
     code(
@@ -115,10 +115,10 @@ cells = [
     md(
         "## Consistency with the rating\n\n"
         "The rating classifier's accuracy on held-out *human* explanations bounds what the consistency column "
-        "can show: a human explanation is \"consistent\" only as often as the classifier reads it right."
+        'can show: a human explanation is "consistent" only as often as the classifier reads it right.'
     ),
     code(
-        "print(f\"rating classifier accuracy on held-out human explanations: \"\n"
+        'print(f"rating classifier accuracy on held-out human explanations: "\n'
         "      f\"{stage['rating_classifier_heldout_accuracy']:.3f}\")\n"
         'by_rating = explanations[explanations["rating_source"] == "majority"].groupby(["explainer", "rating"])["consistent"].mean()\n'
         'human_by_rating = humans.groupby("rating")["consistent"].mean().rename("human")\n'
@@ -160,12 +160,10 @@ cells = [
     md("## Cost\n\nFrom `results/manifest.json` (stage `explain`, this 2-core machine):"),
     code(
         'timings = pd.DataFrame(stage["timings"]).T\n'
-        'print(f"whole stage: {timings[\'compute_s\'].sum() / 60:.1f} min of compute")\n'
+        "print(f\"whole stage: {timings['compute_s'].sum() / 60:.1f} min of compute\")\n"
         'timings[["compute_s", "wall_s", "from_cache", "peak_rss_mb"]]'
     ),
-    code(
-        'pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch").round(4)'
-    ),
+    code('pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch").round(4)'),
 ]
 
 write("book/explanations.ipynb", cells)
