@@ -187,7 +187,7 @@ class GeneratorConfig:
 
     source_max_len: int = 160
     target_max_len: int = 40
-    epochs: int = 5
+    epochs: int = 3
     batch_size: int = 16
     lr: float = 1e-4
     weight_decay: float = 0.01
