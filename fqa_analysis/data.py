@@ -42,6 +42,8 @@ __all__ = [
     "Passage",
     "QASplit",
     "Question",
+    "all_feedback",
+    "available_feedback",
     "feedback_frame",
     "feedback_path",
     "load_feedback_split",
@@ -610,6 +612,20 @@ def available_feedback(data_dir: Path, split: str) -> list[FeedbackSplit]:
     if len(have) < len(FEEDBACK_DOMAINS) and release_path(data_dir, split).exists():
         found += [f for f in load_release_feedback(data_dir, split) if f.domain not in have]
     return sorted(found, key=lambda f: FEEDBACK_DOMAINS.index(f.domain))
+
+
+def all_feedback(data_dir: Path, subset: int | None = None) -> dict[str, list[FeedbackSplit]]:
+    """:func:`available_feedback` of every feedback split, optionally the first ``subset`` items each.
+
+    The subset (CI smoke runs) keeps each domain's first N items of every split.
+    """
+    out = {s: available_feedback(data_dir, s) for s in FEEDBACK_SPLITS}
+    if subset is None:
+        return out
+    return {
+        s: [FeedbackSplit(f.domain, f.split, f.path, f.items[:subset]) for f in splits]
+        for s, splits in out.items()
+    }
 
 
 def training_protocol(data_dir: Path) -> Protocol:

@@ -219,12 +219,7 @@ def run_explain(
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
-        fb = {s: data.available_feedback(data_dir, s) for s in data.FEEDBACK_SPLITS}
-        if config.subset is not None:
-            fb = {
-                s: [data.FeedbackSplit(f.domain, f.split, f.path, f.items[: config.subset]) for f in splits]
-                for s, splits in fb.items()
-            }
+        fb = data.all_feedback(data_dir, config.subset)
         fit_items, select_items = feedback_item_sets(protocol, fb["train"], fb["valid"], config.holdout)
         fit, select = explanation_examples(fit_items), explanation_examples(select_items)
         test_items = [it for f in fb["test"] for it in f.items]

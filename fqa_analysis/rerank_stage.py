@@ -140,12 +140,7 @@ def run_rerank(
     protocol = data.training_protocol(data_dir)
     with stage(timings, "data"):
         candidates = load_candidates(out_dir)  # the rqa stage's output, contract-checked
-        fb = {s: data.available_feedback(data_dir, s) for s in data.FEEDBACK_SPLITS}
-        if config.subset is not None:
-            fb = {
-                s: [data.FeedbackSplit(f.domain, f.split, f.path, f.items[: config.subset]) for f in splits]
-                for s, splits in fb.items()
-            }
+        fb = data.all_feedback(data_dir, config.subset)
         fb_fit, fb_select = feedback_training_sets(protocol, fb["train"], fb["valid"], config.holdout)
         ps_fit, ps_select = _pseudo_pairs(data_dir, config)
         rqa_rows = candidates[candidates["reranker"] == "none"].reset_index(drop=True)
