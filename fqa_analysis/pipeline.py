@@ -165,7 +165,8 @@ def _candidate_rows(
             "passage_id": idx.ravel(),
             "rqa_rank": np.tile(np.arange(1, k + 1), n),
             "p_rqa": np.take_along_axis(probs, idx, axis=1).ravel(),
-            **{c: np.nan for c in RATING_COLUMNS},
+            # float32, the dtype P_phi is stored in: tables of both stages concatenate cleanly
+            **{c: np.full(n * k, np.nan, dtype=np.float32) for c in RATING_COLUMNS},
             "is_gold": (idx == gold[:, None]).ravel(),
         }
     )

@@ -222,7 +222,9 @@ def run_rerank(
                 )
             )
     reranked = pd.concat(new_rows, ignore_index=True)
-    kept = candidates[~candidates["reranker"].isin(config.variants)]
+    kept = candidates[~candidates["reranker"].isin(config.variants)].copy()
+    # one dtype for P_phi on both sides (a table from an older rqa stage has float64 NaNs there)
+    kept[RATING_COLUMNS] = kept[RATING_COLUMNS].astype(np.float32)
     table = pd.concat([kept, reranked], ignore_index=True)
     write_candidates(out_dir, table)
     atomic_write_parquet(

@@ -161,7 +161,7 @@ cells = [
     code(
         'timings = pd.DataFrame(stage["timings"]).T\n'
         "print(f\"whole stage: {timings['compute_s'].sum() / 60:.1f} min of compute\")\n"
-        'timings[["compute_s", "wall_s", "from_cache", "peak_rss_mb"]]'
+        'timings[["compute_s", "compute_peak_rss_mb", "wall_s", "from_cache"]]'
     ),
     code('pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch").round(4)'),
 ]
