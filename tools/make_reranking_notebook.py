@@ -203,7 +203,8 @@ cells = [
         "to 5k examples does not recover it. `benchmarks/reranker_probe.py` measures the alternatives on the "
         "vanilla task (mean pooling instead of [CLS], a 5x higher learning rate, more trainable layers); "
         "the closing note of the reranker issue gives its figures. The paper's BERT reranker was fine-tuned "
-        "whole, on GPU, with about four times as much feedback (all four feedback_train files)."
+        "whole, on GPU, with several times as much feedback (all four feedback_train files; the three absent "
+        "here are 4 MiB or more each, against 1.7 MB for WHO's 519 items)."
     ),
     md(
         "## Training curves\n\n"
