@@ -29,6 +29,7 @@ __all__ = [
     "example_items",
     "explanation_lengths",
     "item_ratings",
+    "kl_rows",
     "label_distribution",
     "macro_f1",
     "majority_label",
@@ -235,18 +236,30 @@ def macro_f1(true: Sequence[int], pred: Sequence[int], n_classes: int = len(LABE
     return float(np.mean(scores)) if scores else float("nan")
 
 
-def mean_kl(target: np.ndarray, predicted: np.ndarray) -> float:
-    """Mean over rows of KL(target || predicted) in nats (0 log 0 = 0; predictions floored at 1e-12).
+def kl_rows(target: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    """KL(target || predicted) of every row in nats (0 log 0 = 0; predictions floored at 1e-12).
 
     Example:
-        >>> round(mean_kl(np.array([[0.5, 0.5]]), np.array([[0.25, 0.75]])), 4)
-        0.1438
+        >>> target, predicted = np.array([[0.5, 0.5], [1.0, 0.0]]), np.array([[0.25, 0.75], [1.0, 0.0]])
+        >>> kl_rows(target, predicted).round(4).tolist()
+        [0.1438, 0.0]
     """
     t = np.asarray(target, dtype=float)
     p = np.maximum(np.asarray(predicted, dtype=float), 1e-12)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(t > 0, t * (np.log(t) - np.log(p)), 0.0)
-    return float(terms.sum(axis=1).mean())
+    out: np.ndarray = terms.sum(axis=1)
+    return out
+
+
+def mean_kl(target: np.ndarray, predicted: np.ndarray) -> float:
+    """Mean over rows of :func:`kl_rows`.
+
+    Example:
+        >>> round(mean_kl(np.array([[0.5, 0.5]]), np.array([[0.25, 0.75]])), 4)
+        0.1438
+    """
+    return float(kl_rows(target, predicted).mean())
 
 
 def rating_quality(

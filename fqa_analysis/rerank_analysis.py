@@ -23,7 +23,7 @@ import pandas as pd
 from fqa_analysis.candidates import RATING_COLUMNS, RUN_KEYS
 from fqa_analysis.data import FEEDBACK_DOMAINS
 from fqa_analysis.metrics import Average, accuracy_by_test_set, overall_accuracy, seed_averaged
-from fqa_analysis.ratings import rating_quality, rating_value
+from fqa_analysis.ratings import kl_rows, rating_quality, rating_value
 from fqa_analysis.scoring import (
     RerankerScore,
     combined_score,
@@ -320,9 +320,7 @@ def per_item_rating_scores(joined: pd.DataFrame) -> pd.DataFrame:
     """
     pred = joined[RATING_COLUMNS].to_numpy(dtype=float)
     ann = joined[["a_" + c[2:] for c in RATING_COLUMNS]].to_numpy(dtype=float)
-    p = np.maximum(pred, 1e-12)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kl = np.where(ann > 0, ann * (np.log(ann) - np.log(p)), 0.0).sum(axis=1)
+    kl = kl_rows(ann, pred)
     truth = np.array([rating_value(m) for m in joined["majority"]])
     frame = joined[["reranker", "domain", "item_id", "unanimous"]].assign(
         kl=kl, correct=(pred.argmax(axis=1) == truth).astype(float)
