@@ -34,6 +34,7 @@ from tqdm import tqdm
 from fqa_analysis.cache import atomic_write_json, content_key
 from fqa_analysis.data import FeedbackItem
 from fqa_analysis.ratings import LABELS
+from fqa_analysis.rerank import bf16_autocast
 from fqa_analysis.retrieval import DenseConfig, DenseSystem, minilm_path
 
 __all__ = [
@@ -257,7 +258,7 @@ def _loss(model: Any, tokenizer: Any, batch: Sequence[ExplanationExample], confi
     labels = tgt["input_ids"][:, 1:]  # drop [CLS]: the decoder starts from it
     decoder_in = tgt["input_ids"][:, :-1]
     decoder_mask = tgt["attention_mask"][:, :-1]
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+    with bf16_autocast(config.bf16):
         out = model(
             input_ids=src["input_ids"],
             attention_mask=src["attention_mask"],
@@ -386,7 +387,7 @@ class GeneratorExplainer(Explainer):
             ):
                 idx = order[lo : lo + batch_size]
                 src = _source(self.tokenizer, [rows[i] for i in idx], self.config)
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.config.bf16):
+                with bf16_autocast(self.config.bf16):
                     generated = self.model.generate(
                         input_ids=src["input_ids"],
                         attention_mask=src["attention_mask"],

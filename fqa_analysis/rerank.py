@@ -29,7 +29,7 @@ from fqa_analysis.cache import atomic_write_json, atomic_write_npy, content_key
 from fqa_analysis.ratings import mean_kl
 from fqa_analysis.retrieval import minilm_path
 
-__all__ = ["PairStates", "RerankConfig", "encode_pairs", "predict", "train_reranker"]
+__all__ = ["PairStates", "RerankConfig", "bf16_autocast", "encode_pairs", "predict", "train_reranker"]
 
 CACHE_VERSION = "rerank-2"
 N_CLASSES = 4
@@ -80,11 +80,11 @@ def pair_id(question: str, passage: str) -> str:
     return hashlib.sha1(f"{question}\x1f{passage}".encode()).hexdigest()
 
 
-def _autocast(config: RerankConfig) -> Any:
-    """bfloat16 autocast on CPU when ``config.bf16`` (a no-op context otherwise)."""
+def bf16_autocast(enabled: bool) -> Any:
+    """bfloat16 autocast on CPU when ``enabled`` (a no-op context otherwise)."""
     import torch
 
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16)
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=enabled)
 
 
 class PairStates:
@@ -154,7 +154,7 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_r
                         max_length=config.max_len,
                         return_tensors="pt",
                     )
-                    with _autocast(config):
+                    with bf16_autocast(config.bf16):
                         h = model(**enc).last_hidden_state.float().numpy().astype(np.float16)
                     n = enc["attention_mask"].sum(dim=1).numpy()
                     for j, i in enumerate(rows):
@@ -256,7 +256,7 @@ def train_reranker(
                 break
             rows = order[lo : lo + config.batch_size]
             hidden, mask = states.batch([examples[i][0] for i in rows])
-            with _autocast(config):
+            with bf16_autocast(config.bf16):
                 logits = top.logits(hidden, mask)
             logp = torch.log_softmax(logits.float(), dim=-1)
             loss = -(torch.from_numpy(targets[rows]) * logp).sum(dim=-1).mean()
@@ -293,7 +293,7 @@ def _predict(top: _Top, ids: Sequence[str], states: PairStates, config: RerankCo
         for lo in range(0, len(order), 64):
             rows = order[lo : lo + 64]
             hidden, mask = states.batch([ids[i] for i in rows])
-            with _autocast(config):
+            with bf16_autocast(config.bf16):
                 logits = top.logits(hidden, mask)
             out[rows] = torch.softmax(logits.float(), dim=-1).numpy()
     return out
