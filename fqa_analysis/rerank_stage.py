@@ -183,9 +183,10 @@ def run_rerank(
                 [(i, t.tolist()) for i, t in select],
             )
             folder = cache_root / "rerankers" / key
-            from_cache[f"{variant}/seed{seed}/train"] = (folder / "weights.pt").exists()
+            trained = (folder / "weights.pt").exists()
+            from_cache[f"{variant}/seed{seed}/train"] = trained
             with stage(timings, f"{variant}/seed{seed}/train"):
-                if (folder / "weights.pt").exists():
+                if trained:
                     weights = torch.load(folder / "weights.pt", weights_only=False)
                     history = torch.load(folder / "history.pt", weights_only=False)
                 else:
@@ -197,8 +198,9 @@ def run_rerank(
             histories[f"{variant}/seed{seed}"] = history
             with stage(timings, f"{variant}/seed{seed}/score"):
                 pred_path = folder / f"pred_{content_key(score_ids)}.npy"
-                from_cache[f"{variant}/seed{seed}/score"] = pred_path.exists()
-                if pred_path.exists():
+                scored = pred_path.exists()
+                from_cache[f"{variant}/seed{seed}/score"] = scored
+                if scored:
                     probs = np.load(pred_path)
                 else:
                     probs = predict(weights, score_ids, states, config.model).astype(np.float32)
