@@ -32,6 +32,7 @@ from fqa_analysis.pipeline import _add_compute_times, _update_manifest, provenan
 from fqa_analysis.profiling import stage
 from fqa_analysis.rerank import (
     CACHE_VERSION,
+    PairStates,
     RerankConfig,
     encode_pairs,
     model_key,
@@ -43,7 +44,16 @@ from fqa_analysis.rerank_data import RatedPair, feedback_training_sets, pseudo_r
 from fqa_analysis.results import load_candidates
 from fqa_analysis.retrieval import BM25System
 
-__all__ = ["VARIANTS", "RerankRunConfig", "run_rerank"]
+__all__ = [
+    "VARIANTS",
+    "RerankInputs",
+    "RerankRunConfig",
+    "rerank_inputs",
+    "run_rerank",
+    "score_cached",
+    "stored_probabilities",
+    "train_or_load",
+]
 
 #: variant -> (training data, loss)
 VARIANTS: dict[str, tuple[str, str]] = {
@@ -127,33 +137,51 @@ def _ids(examples: Sequence[tuple[str, str, np.ndarray]]) -> list[tuple[str, np.
     return [(pair_id(q, p), t) for q, p, t in examples]
 
 
-def run_rerank(
-    data_dir: Path, out_dir: Path, config: RerankRunConfig | None = None, cache_root: Path | None = None
-) -> dict[str, Any]:
-    """Run the rerank stage on top of the rqa stage's candidates in ``out_dir``."""
-    import torch
+@dataclass(frozen=True)
+class RerankInputs:
+    """Everything the rerank stage (and the stages built on its models) trains and scores on.
 
-    config = config or RerankRunConfig()
-    cache_root = cache_root or default_cache_root()
-    timings: dict[str, Any] = {}
-    from_cache: dict[str, bool] = {}
+    Attributes:
+        protocol: Training protocol (DESIGN §3).
+        candidates: The candidate table as the rqa (and earlier rerank) stages left it.
+        rqa_rows: Its rows of the RQA systems alone (reranker ``none``).
+        cand_ids: Pair id of every row of ``rqa_rows``.
+        test_items: Every feedback_test item.
+        test_ids: Pair id of every test item.
+        sources: Training source -> (fit pairs, model-selection pairs).
+        all_pairs: Every (question, passage text) pair whose lower-layer states are cached.
+    """
+
+    protocol: str
+    candidates: pd.DataFrame
+    rqa_rows: pd.DataFrame
+    cand_ids: list[str]
+    test_items: list[data.FeedbackItem]
+    test_ids: list[str]
+    sources: dict[str, tuple[list[RatedPair], list[RatedPair]]]
+    all_pairs: list[tuple[str, str]]
+
+    @property
+    def score_ids(self) -> list[str]:
+        """The pair ids every trained reranker scores (candidates and feedback_test), sorted."""
+        return sorted(set(self.cand_ids) | set(self.test_ids))
+
+
+def rerank_inputs(data_dir: Path, out_dir: Path, config: RerankRunConfig) -> RerankInputs:
+    """Load the training sources, the rqa stage's candidates and the test items (no model)."""
     protocol = data.training_protocol(data_dir)
-    with stage(timings, "data"):
-        candidates = load_candidates(out_dir)  # the rqa stage's output, contract-checked
-        fb = data.all_feedback(data_dir, config.subset)
-        fb_fit, fb_select = feedback_training_sets(protocol, fb["train"], fb["valid"], config.holdout)
-        ps_fit, ps_select = _pseudo_pairs(data_dir, config)
-        rqa_rows = candidates[candidates["reranker"] == "none"].reset_index(drop=True)
-        pools = {
-            (d, s): data.load_qa_split(data_dir, d, s) for d in data.DOMAINS for s in data.test_splits(d)
-        }
-        cand_text = [
-            pools[(d, s)].passages[int(pid)].text
-            for d, s, pid in zip(rqa_rows["domain"], rqa_rows["split"], rqa_rows["passage_id"], strict=True)
-        ]
-        cand_ids = [pair_id(q, p) for q, p in zip(rqa_rows["question"], cand_text, strict=True)]
-        test_items = [it for f in fb["test"] for it in f.items]
-        test_ids = [pair_id(it.question, it.passage.text) for it in test_items]
+    candidates = load_candidates(out_dir)  # the rqa stage's output, contract-checked
+    fb = data.all_feedback(data_dir, config.subset)
+    fb_fit, fb_select = feedback_training_sets(protocol, fb["train"], fb["valid"], config.holdout)
+    ps_fit, ps_select = _pseudo_pairs(data_dir, config)
+    rqa_rows = candidates[candidates["reranker"] == "none"].reset_index(drop=True)
+    pools = {(d, s): data.load_qa_split(data_dir, d, s) for d in data.DOMAINS for s in data.test_splits(d)}
+    cand_text = [
+        pools[(d, s)].passages[int(pid)].text
+        for d, s, pid in zip(rqa_rows["domain"], rqa_rows["split"], rqa_rows["passage_id"], strict=True)
+    ]
+    cand_ids = [pair_id(q, p) for q, p in zip(rqa_rows["question"], cand_text, strict=True)]
+    test_items = [it for f in fb["test"] for it in f.items]
     sources = {
         "feedback": (fb_fit, fb_select),
         "pseudo": (ps_fit, ps_select),
@@ -162,10 +190,95 @@ def run_rerank(
     all_pairs = [(p.question, p.passage_text) for f, s in sources.values() for p in f + s]
     all_pairs += list(zip(rqa_rows["question"], cand_text, strict=True))
     all_pairs += [(it.question, it.passage.text) for it in test_items]
+    return RerankInputs(
+        protocol,
+        candidates,
+        rqa_rows,
+        cand_ids,
+        test_items,
+        [pair_id(it.question, it.passage.text) for it in test_items],
+        sources,
+        all_pairs,
+    )
+
+
+def train_or_load(
+    name: str,
+    seed: int,
+    examples: Sequence[tuple[str, np.ndarray]],
+    select: Sequence[tuple[str, np.ndarray]],
+    states: PairStates,
+    model: RerankConfig,
+    cache_root: Path,
+) -> tuple[dict[str, Any], dict[str, Any], Path, bool]:
+    """Train one reranker, or load it when one with the same content key was trained before.
+
+    The key covers the code version, the model settings, ``name``, the seed and every training
+    and selection example, so two runs that train on the same data share one model.
+
+    Returns:
+        ``(weights, history, cache folder, from_cache)``.
+    """
+    import torch
+
+    key = content_key(
+        CACHE_VERSION,
+        model_key(model),
+        name,
+        seed,
+        [(i, t.tolist()) for i, t in examples],
+        [(i, t.tolist()) for i, t in select],
+    )
+    folder = cache_root / "rerankers" / key
+    if (folder / "weights.pt").exists():
+        weights = torch.load(folder / "weights.pt", weights_only=False)
+        history = torch.load(folder / "history.pt", weights_only=False)
+        return weights, history, folder, True
+    weights, history = train_reranker(examples, select, states, model, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(history, folder / "history.pt")
+    torch.save(weights, folder / "weights.tmp")
+    (folder / "weights.tmp").replace(folder / "weights.pt")  # written last: marks the model done
+    return weights, history, folder, False
+
+
+def score_cached(
+    folder: Path, weights: dict[str, Any], ids: Sequence[str], states: PairStates, model: RerankConfig
+) -> tuple[np.ndarray, bool]:
+    """P_phi of a trained reranker for ``ids``, cached beside its weights under the ids' key.
+
+    Returns:
+        ``(probabilities of shape (len(ids), 4), from_cache)``.
+    """
+    path = folder / f"pred_{content_key(list(ids))}.npy"
+    if path.exists():
+        return np.load(path), True
+    probs = predict(weights, ids, states, model).astype(np.float32)
+    atomic_write_npy(path, probs)
+    return probs, False
+
+
+def run_rerank(
+    data_dir: Path, out_dir: Path, config: RerankRunConfig | None = None, cache_root: Path | None = None
+) -> dict[str, Any]:
+    """Run the rerank stage on top of the rqa stage's candidates in ``out_dir``."""
+    config = config or RerankRunConfig()
+    cache_root = cache_root or default_cache_root()
+    timings: dict[str, Any] = {}
+    from_cache: dict[str, bool] = {}
+    with stage(timings, "data"):
+        inputs = rerank_inputs(data_dir, out_dir, config)
+    protocol, candidates, rqa_rows = inputs.protocol, inputs.candidates, inputs.rqa_rows
+    cand_ids, test_items, test_ids, sources = (
+        inputs.cand_ids,
+        inputs.test_items,
+        inputs.test_ids,
+        inputs.sources,
+    )
     with stage(timings, "lower_layers"):
-        states = encode_pairs(all_pairs, config.model, cache_root)
+        states = encode_pairs(inputs.all_pairs, config.model, cache_root)
     from_cache["lower_layers"] = states.from_cache
-    score_ids = sorted(set(cand_ids) | set(test_ids))
+    score_ids = inputs.score_ids
     position = {pid: i for i, pid in enumerate(score_ids)}
     new_rows, prediction_rows, histories = [], [], {}
     for variant in config.variants:
@@ -174,37 +287,15 @@ def run_rerank(
         examples = _ids(training_examples(fit_pairs, loss))
         select = _ids(training_examples(select_pairs, "kl"))
         for seed in config.seeds:
-            key = content_key(
-                CACHE_VERSION,
-                model_key(config.model),
-                variant,
-                seed,
-                [(i, t.tolist()) for i, t in examples],
-                [(i, t.tolist()) for i, t in select],
-            )
-            folder = cache_root / "rerankers" / key
-            trained = (folder / "weights.pt").exists()
-            from_cache[f"{variant}/seed{seed}/train"] = trained
             with stage(timings, f"{variant}/seed{seed}/train"):
-                if trained:
-                    weights = torch.load(folder / "weights.pt", weights_only=False)
-                    history = torch.load(folder / "history.pt", weights_only=False)
-                else:
-                    weights, history = train_reranker(examples, select, states, config.model, seed)
-                    folder.mkdir(parents=True, exist_ok=True)
-                    torch.save(history, folder / "history.pt")
-                    torch.save(weights, folder / "weights.tmp")
-                    (folder / "weights.tmp").replace(folder / "weights.pt")
+                weights, history, folder, cached = train_or_load(
+                    variant, seed, examples, select, states, config.model, cache_root
+                )
+            from_cache[f"{variant}/seed{seed}/train"] = cached
             histories[f"{variant}/seed{seed}"] = history
             with stage(timings, f"{variant}/seed{seed}/score"):
-                pred_path = folder / f"pred_{content_key(score_ids)}.npy"
-                scored = pred_path.exists()
-                from_cache[f"{variant}/seed{seed}/score"] = scored
-                if scored:
-                    probs = np.load(pred_path)
-                else:
-                    probs = predict(weights, score_ids, states, config.model).astype(np.float32)
-                    atomic_write_npy(pred_path, probs)
+                probs, cached = score_cached(folder, weights, score_ids, states, config.model)
+            from_cache[f"{variant}/seed{seed}/score"] = cached
             rows = rqa_rows.copy()
             rows["reranker"], rows["seed"] = variant, seed
             rows[RATING_COLUMNS] = stored_probabilities(probs[[position[i] for i in cand_ids]])
