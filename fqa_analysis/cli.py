@@ -2,7 +2,7 @@
 
     fqa data fetch [--data-dir DIR] [--from MIRROR]   fill the data folder, verified
     fqa data check [--data-dir DIR]                   validate and count everything
-    fqa run [all|rqa|rerank|explain] [--subset N]    run the pipeline (cached, resumable)
+    fqa run [all|rqa|rerank|explain|beyond] [--subset N]   run the pipeline (cached, resumable)
 
 Exit codes: 0 success, 1 bad data (a message per problem, no traceback), 2 usage.
 """
@@ -47,8 +47,8 @@ def _parser() -> argparse.ArgumentParser:
         "stage",
         nargs="?",
         default="all",
-        choices=["all", "rqa", "rerank", "explain"],
-        help="stage (default: all, in order rqa, rerank, explain)",
+        choices=["all", "rqa", "rerank", "explain", "beyond"],
+        help="stage (default: all, in order rqa, rerank, explain, beyond)",
     )
     run_p.add_argument("--data-dir", type=Path, help=dir_help)
     run_p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: results)")
@@ -68,6 +68,14 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument("--rerank-epochs", type=int, default=RerankConfig.epochs, help="reranker epochs")
     run_p.add_argument(
         "--explain-epochs", type=int, default=GeneratorConfig.epochs, help="explanation generator epochs"
+    )
+    run_p.add_argument(
+        "--fractions",
+        default="0.1,0.25,0.5,1",
+        help="beyond stage: shares of the training feedback for the learning curve",
+    )
+    run_p.add_argument(
+        "--depth", type=int, default=20, help="beyond stage: candidates kept for the top-k sweep"
     )
     return parser
 
@@ -123,19 +131,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         finetune = FineTuneConfig(epochs=args.epochs, seed=args.seed, max_steps=args.max_steps)
         config = RQARunConfig(systems=systems, subset=args.subset, seed=args.seed, finetune=finetune)
         _report(run_rqa(data_dir, args.out, config, args.cache_dir))
-    if args.stage in ("all", "rerank"):
-        from fqa_analysis.rerank_stage import RerankRunConfig, run_rerank
+    from fqa_analysis.rerank_stage import RerankRunConfig, run_rerank
 
-        variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
-        bad = [v for v in variants if v not in VARIANTS]
-        if bad:
-            print(f"error: unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
-            return 2
-        model = RerankConfig(
-            frozen_layers=args.frozen_layers, epochs=args.rerank_epochs, max_steps=args.max_steps
-        )
-        seeds = tuple(int(s) for s in args.seeds.split(","))
-        rerank = RerankRunConfig(variants=variants, seeds=seeds, model=model, subset=args.subset)
+    variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad:
+        print(f"error: unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
+        return 2
+    model = RerankConfig(
+        frozen_layers=args.frozen_layers, epochs=args.rerank_epochs, max_steps=args.max_steps
+    )
+    seeds = tuple(int(s) for s in args.seeds.split(","))
+    rerank = RerankRunConfig(variants=variants, seeds=seeds, model=model, subset=args.subset)
+    if args.stage in ("all", "rerank"):
         _report(run_rerank(data_dir, args.out, rerank, args.cache_dir))
     if args.stage in ("all", "explain"):
         from fqa_analysis.explain_stage import ExplainRunConfig, run_explain
@@ -143,6 +151,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         generator = GeneratorConfig(epochs=args.explain_epochs, max_steps=args.max_steps)
         explain = ExplainRunConfig(generator=generator, subset=args.subset)
         _report(run_explain(data_dir, args.out, explain, args.cache_dir))
+    if args.stage in ("all", "beyond"):
+        from fqa_analysis.beyond_stage import BeyondRunConfig, run_beyond
+
+        try:
+            fractions = tuple(float(f) for f in args.fractions.split(","))
+        except ValueError:
+            print(
+                f"error: --fractions takes numbers such as 0.1,0.5,1; got {args.fractions!r}", file=sys.stderr
+            )
+            return 2
+        beyond = BeyondRunConfig(rerank=rerank, fractions=fractions, seeds=seeds, depth=args.depth)
+        _report(run_beyond(data_dir, args.out, beyond, args.cache_dir))
     return 0
 
 

@@ -100,6 +100,22 @@ class PairStates:
         self._hidden = [np.load(folder / f"hidden_{i}.npy", mmap_mode="r") for i in range(n_chunks)]
         self._lengths = [np.load(folder / f"lengths_{i}.npy") for i in range(n_chunks)]
 
+    @classmethod
+    def union(cls, first: PairStates, second: PairStates) -> PairStates:
+        """One view over two caches, so pairs encoded in separate runs serve one scoring pass.
+
+        Where both hold a pair, ``first``'s states are used.
+        """
+        out = cls.__new__(cls)
+        out.folder = first.folder
+        out.from_cache = first.from_cache and second.from_cache
+        shift = len(first._hidden)
+        out.index = {pid: (c + shift, r) for pid, (c, r) in second.index.items()}
+        out.index.update(first.index)
+        out._hidden = first._hidden + second._hidden
+        out._lengths = first._lengths + second._lengths
+        return out
+
     def length(self, pid: str) -> int:
         """Token count of a pair."""
         c, r = self.index[pid]

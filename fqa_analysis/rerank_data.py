@@ -32,12 +32,16 @@ from fqa_analysis.data import FEEDBACK_DOMAINS, FeedbackItem, FeedbackSplit, QAS
 from fqa_analysis.ratings import LABELS, majority_label, rating_distribution, rating_value
 
 __all__ = [
+    "FeedbackExperiment",
     "Loss",
     "RatedPair",
+    "feedback_experiments",
     "feedback_item_sets",
     "feedback_training_sets",
     "holdout_by_question",
     "pseudo_rated_pairs",
+    "question_fraction",
+    "random_removal",
     "training_examples",
 ]
 
@@ -172,3 +176,105 @@ def training_examples(pairs: Sequence[RatedPair], loss: str) -> list[tuple[str, 
         else:
             raise ValueError(f"unknown loss {loss!r}; use one of {', '.join(LOSSES)}")
     return out
+
+
+def question_fraction(pairs: Sequence[RatedPair], fraction: float, seed: int) -> list[RatedPair]:
+    """The pairs of a seeded share of each domain's questions; nested across fractions.
+
+    Every domain's questions are put in one order drawn from ``seed``; a fraction keeps the first
+    ``round(fraction * n)`` of them (at least one), so with one seed the 10% set lies inside the
+    25% set, and so on: a learning curve then measures more data, not different data. Pair order
+    is kept, so ``fraction = 1`` returns ``pairs`` unchanged (and a model trained on it is the
+    full model, from the cache).
+
+    Example:
+        >>> ps = [RatedPair("A", f"q{i}", "p", ("Bad",), "feedback") for i in range(10)]
+        >>> len(question_fraction(ps, 0.25, 0)), question_fraction(ps, 1.0, 0) == ps
+        (2, True)
+        >>> set(question_fraction(ps, 0.1, 3)) <= set(question_fraction(ps, 0.5, 3))
+        True
+    """
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must lie in (0, 1], got {fraction}")
+    kept: set[tuple[str, str]] = set()
+    for domain in sorted({p.domain for p in pairs}):
+        questions = sorted({p.question for p in pairs if p.domain == domain})
+        order = np.random.default_rng([seed, 23]).permutation(len(questions))
+        n = max(1, round(fraction * len(questions)))
+        kept |= {(domain, questions[int(i)]) for i in order[:n]}
+    return [p for p in pairs if (p.domain, p.question) in kept]
+
+
+def random_removal(pairs: Sequence[RatedPair], n: int, seed: int) -> list[RatedPair]:
+    """The pairs less ``n`` drawn at random from every domain (order kept): a size-matched control.
+
+    Example:
+        >>> ps = [RatedPair(d, f"q{i}", "p", ("Bad",), "feedback") for d in "AB" for i in range(4)]
+        >>> len(random_removal(ps, 3, 0))
+        5
+    """
+    if not 0 <= n < len(pairs):
+        raise ValueError(f"can remove 0..{len(pairs) - 1} of {len(pairs)} pairs, asked for {n}")
+    dropped = set(np.random.default_rng([seed, 29]).choice(len(pairs), size=n, replace=False).tolist())
+    return [p for i, p in enumerate(pairs) if i not in dropped]
+
+
+@dataclass(frozen=True)
+class FeedbackExperiment:
+    """One reranker training run of the feedback-size and transfer experiments.
+
+    Attributes:
+        experiment: ``fraction`` (share of training questions), ``leave_out`` (one domain's
+            feedback removed from training and model selection) or ``size_control`` (as many
+            training pairs removed at random from all domains, the same selection set).
+        setting: The fraction (``"0.25"``) or the domain left out (``"WHO"``).
+        seed: Seed of the draw and of the training.
+        fit: Training pairs.
+        select: Model-selection pairs.
+    """
+
+    experiment: str
+    setting: str
+    seed: int
+    fit: list[RatedPair]
+    select: list[RatedPair]
+
+
+def feedback_experiments(
+    fit: Sequence[RatedPair],
+    select: Sequence[RatedPair],
+    fractions: Sequence[float],
+    seeds: Sequence[int],
+    domains: Sequence[str] = FEEDBACK_DOMAINS,
+    transfer: bool = True,
+) -> list[FeedbackExperiment]:
+    """The runs of the learning-curve and leave-one-domain-out experiments.
+
+    Leaving a domain out removes its pairs from training *and* model selection, so nothing of
+    that domain's feedback reaches the model. The size control removes the same number of
+    training pairs at random from all domains and selects on the same pairs as the leave-out run:
+    the two differ only in *which* feedback is missing, which separates "this domain's feedback"
+    from "less feedback".
+
+    Raises:
+        ValueError: A domain without training pairs (nothing to leave out).
+    """
+    runs = [
+        FeedbackExperiment("fraction", f"{f:g}", s, question_fraction(fit, f, s), list(select))
+        for f in fractions
+        for s in seeds
+    ]
+    if not transfer:
+        return runs
+    for domain in domains:
+        own = sum(p.domain == domain for p in fit)
+        if own == 0:
+            raise ValueError(f"no training feedback of domain {domain!r} to leave out")
+        others = [p for p in fit if p.domain != domain]
+        select_others = [p for p in select if p.domain != domain]
+        for s in seeds:
+            runs.append(FeedbackExperiment("leave_out", domain, s, others, select_others))
+            runs.append(
+                FeedbackExperiment("size_control", domain, s, random_removal(fit, own, s), select_others)
+            )
+    return runs

@@ -1,0 +1,350 @@
+"""Stage ``beyond`` of ``fqa run``: the retraining and deeper scoring behind "Beyond the paper".
+
+Built on the rqa and rerank stages (their results and model caches); every model is trained once
+and cached by content, so a rerun costs seconds. Outputs (added to ``results/``):
+
+* ``feedback_experiments.parquet``: P_phi of feedback rerankers (KL loss) trained on part of the
+  feedback, on one RQA system's top-k candidates of the feedback-domain test questions. Runs:
+  nested, domain-stratified fractions of the training questions (the learning curve; fraction 1
+  is the ``feedback_kl`` model of the rerank stage), every feedback domain left out of training
+  and model selection (transfer), and a size-matched control per domain (as many training pairs
+  removed at random from all domains). One row per (experiment, setting, seed, question,
+  candidate); P_theta and the gold flag are in ``candidates.parquet`` (join on the question keys
+  and ``rqa_rank``).
+* ``feedback_experiment_ratings.parquet``: the same models' P_phi on every feedback_test item.
+* ``selection_predictions.parquet``: every rerank-stage model's P_phi on its own model-selection
+  pairs with their target distribution: held-out data to fit a rating temperature on.
+* ``deep_candidates.parquet``: the top ``depth`` (20) candidates of every RQA system on the
+  feedback-domain test questions, in the candidates contract, plus ``p_rqa_t1`` (P_theta at
+  temperature 1, i.e. unscaled); for one RQA system also reranked by ``feedback_kl`` and
+  ``combined`` (every seed). Ranks 1..5 equal ``candidates.parquet`` (checked).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fqa_analysis import data
+from fqa_analysis.cache import atomic_write_parquet, default_cache_root
+from fqa_analysis.calibration import pool_softmax
+from fqa_analysis.candidates import NO_RERANKER, RATING_COLUMNS, validate_candidates
+from fqa_analysis.pipeline import (
+    _add_compute_times,
+    _candidate_rows,
+    _ScoreCache,
+    _subset,
+    _update_manifest,
+    provenance,
+)
+from fqa_analysis.profiling import stage
+from fqa_analysis.rerank import CACHE_VERSION, PairStates, encode_pairs, pair_id
+from fqa_analysis.rerank_data import FeedbackExperiment, feedback_experiments, training_examples
+from fqa_analysis.rerank_stage import (
+    VARIANTS,
+    RerankInputs,
+    RerankRunConfig,
+    rerank_inputs,
+    score_cached,
+    stored_probabilities,
+    train_or_load,
+)
+from fqa_analysis.retrieval import FineTuneConfig, make_system
+
+__all__ = ["BeyondRunConfig", "run_beyond"]
+
+#: Columns of the experiment tables that name a run.
+EXPERIMENT_KEYS: list[str] = ["experiment", "setting", "seed"]
+
+
+@dataclass(frozen=True)
+class BeyondRunConfig:
+    """What ``fqa run beyond`` computes.
+
+    Attributes:
+        rerank: The rerank stage's settings (models, seeds, subset, protocol split): the stage
+            reuses its models and cached lower-layer states, so these must match that run.
+        rqa: The RQA system whose candidates the experiment rerankers rescore.
+        fractions: Shares of the training questions for the learning curve.
+        seeds: Seeds of every experiment run.
+        transfer: Run leave-one-domain-out and its size-matched control.
+        depth: Candidates kept per question in ``deep_candidates.parquet``.
+        deep_rerankers: Rerank-stage variants that rescore the deep candidates of ``rqa``.
+    """
+
+    rerank: RerankRunConfig = field(default_factory=RerankRunConfig)
+    rqa: str = "hybrid"
+    fractions: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    transfer: bool = True
+    depth: int = 20
+    deep_rerankers: tuple[str, ...] = ("feedback_kl", "combined")
+
+
+def _ids(pairs: Sequence[Any], loss: str) -> list[tuple[str, np.ndarray]]:
+    return [(pair_id(q, p), t) for q, p, t in training_examples(pairs, loss)]
+
+
+def _selection_rows(
+    inputs: RerankInputs,
+    states: PairStates,
+    config: BeyondRunConfig,
+    cache_root: Path,
+    timings: dict[str, Any],
+    from_cache: dict[str, bool],
+) -> pd.DataFrame:
+    """Every rerank-stage model's P_phi on its own model-selection pairs, beside their targets."""
+    frames = []
+    for variant in config.rerank.variants:
+        source, loss = VARIANTS[variant]
+        fit_pairs, select_pairs = inputs.sources[source]
+        examples, select = _ids(fit_pairs, loss), _ids(select_pairs, "kl")
+        for seed in config.rerank.seeds:
+            step = f"selection/{variant}/seed{seed}"
+            with stage(timings, step):
+                weights, _, folder, trained = train_or_load(
+                    variant, seed, examples, select, states, config.rerank.model, cache_root
+                )
+                probs, scored = score_cached(
+                    folder, weights, [i for i, _ in select], states, config.rerank.model
+                )
+            from_cache[step] = trained and scored
+            targets = np.stack([t for _, t in select])
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "reranker": variant,
+                        "seed": seed,
+                        "domain": [p.domain for p in select_pairs],
+                        "pair_id": [i for i, _ in select],
+                        **{f"target_{c[2:]}": targets[:, j] for j, c in enumerate(RATING_COLUMNS)},
+                        **dict(zip(RATING_COLUMNS, stored_probabilities(probs).T, strict=True)),
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _experiment_rows(
+    inputs: RerankInputs,
+    states: PairStates,
+    config: BeyondRunConfig,
+    cache_root: Path,
+    timings: dict[str, Any],
+    from_cache: dict[str, bool],
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Train (or load) every experiment run; P_phi on the RQA's candidates and on feedback_test."""
+    fit, select = inputs.sources["feedback"]
+    runs: list[FeedbackExperiment] = feedback_experiments(
+        fit, select, config.fractions, config.seeds, transfer=config.transfer
+    )
+    mine = (inputs.rqa_rows["rqa"] == config.rqa) & inputs.rqa_rows["domain"].isin(data.FEEDBACK_DOMAINS)
+    rows = inputs.rqa_rows.loc[mine, ["domain", "split", "question_id", "rqa_rank", "passage_id"]]
+    row_ids = [i for i, m in zip(inputs.cand_ids, mine, strict=True) if m]
+    if not row_ids:
+        raise ValueError(
+            f"candidates.parquet has no rows of RQA system {config.rqa!r}; run `fqa run rqa` first"
+        )
+    score_ids = sorted(set(row_ids) | set(inputs.test_ids))
+    position = {pid: i for i, pid in enumerate(score_ids)}
+    cand_frames, rating_frames, record = [], [], {}
+    for run in runs:
+        name = f"{run.experiment}/{run.setting}/seed{run.seed}"
+        examples, select_ids = _ids(run.fit, "kl"), _ids(run.select, "kl")
+        with stage(timings, f"{name}/train"):
+            weights, history, folder, cached = train_or_load(
+                "feedback_kl", run.seed, examples, select_ids, states, config.rerank.model, cache_root
+            )
+        from_cache[f"{name}/train"] = cached
+        with stage(timings, f"{name}/score"):
+            probs, from_cache[f"{name}/score"] = score_cached(
+                folder, weights, score_ids, states, config.rerank.model
+            )
+        record[name] = {"fit_pairs": len(run.fit), "select_pairs": len(run.select), "history": history}
+        tags: dict[str, Any] = {"experiment": run.experiment, "setting": run.setting, "seed": run.seed}
+        p_rows = stored_probabilities(probs[[position[i] for i in row_ids]])
+        cand_frames.append(rows.assign(**tags, **dict(zip(RATING_COLUMNS, p_rows.T, strict=True))))
+        p_test = stored_probabilities(probs[[position[i] for i in inputs.test_ids]])
+        rating_frames.append(
+            pd.DataFrame(
+                {
+                    **tags,
+                    "domain": [it.domain for it in inputs.test_items],
+                    "item_id": [it.item_id for it in inputs.test_items],
+                    **dict(zip(RATING_COLUMNS, p_test.T, strict=True)),
+                }
+            )
+        )
+    return pd.concat(cand_frames, ignore_index=True), pd.concat(rating_frames, ignore_index=True), record
+
+
+def _rqa_run_settings(out_dir: Path) -> tuple[list[str], FineTuneConfig, int | None]:
+    """The systems, fine-tuning settings and subset of the rqa stage that wrote ``out_dir``."""
+    path = out_dir / "manifest.json"
+    try:
+        rqa = json.loads(path.read_text())["stages"]["rqa"]["config"]
+    except (OSError, KeyError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: no readable rqa stage ({exc!r}); run `fqa run rqa` first") from exc
+    return list(rqa["systems"]), FineTuneConfig(**rqa["finetune"]), rqa["subset"]
+
+
+def _deep_rqa_rows(data_dir: Path, out_dir: Path, depth: int, cache_root: Path) -> pd.DataFrame:
+    """Top-``depth`` rows of every RQA system (feedback domains), P_theta fitted and at T = 1.
+
+    The score matrices come from the rqa stage's cache and the temperatures from its
+    ``rqa_temperatures.parquet``, so the first five rows reproduce ``candidates.parquet``.
+    """
+    systems, finetune, subset = _rqa_run_settings(out_dir)
+    temperatures = pd.read_parquet(out_dir / "rqa_temperatures.parquet").set_index("rqa")["temperature"]
+    protocol = data.training_protocol(data_dir)
+    splits = {
+        (d, s): _subset(data.load_qa_split(data_dir, d, s), subset)
+        for d in data.DOMAINS
+        for s in data.qa_splits(d)
+    }
+    train = [splits[(d, "train")] for d in data.DOMAINS]
+    valid = [splits[(d, "valid")] for d in data.DOMAINS]
+    tests = [splits[(d, s)] for d in data.FEEDBACK_DOMAINS for s in data.test_splits(d)]
+    scores_cache = _ScoreCache(cache_root)
+    frames = []
+    for name in systems:
+        system = make_system(name, finetune)
+        system.fit(train, valid, cache_root)
+        seed = finetune.seed if name in ("minilm_ft", "hybrid") else 0
+        run = {"protocol": protocol, "rqa": name, "reranker": NO_RERANKER, "seed": seed}
+        for split in tests:
+            scores = scores_cache.get(system, split.question_texts, split.passage_texts)
+            rows = _candidate_rows(split, scores, float(temperatures[name]), run, depth)
+            untempered = pool_softmax(scores.astype(np.float64), 1.0)
+            rows["p_rqa_t1"] = untempered[np.arange(len(split.questions)).repeat(depth), rows["passage_id"]]
+            frames.append(rows)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _check_against_candidates(deep: pd.DataFrame, candidates: pd.DataFrame, out_dir: Path) -> None:
+    """The deep table's top rows must be the candidate table's (else one of them is stale)."""
+    keys = ["rqa", "domain", "split", "question_id", "rqa_rank"]
+    top = candidates[
+        (candidates["reranker"] == NO_RERANKER) & candidates["domain"].isin(data.FEEDBACK_DOMAINS)
+    ]
+    merged = top.merge(deep[deep["rqa_rank"] <= top["rqa_rank"].max()], on=keys, suffixes=("", "_deep"))
+    stale = (merged["passage_id"] != merged["passage_id_deep"]) | ~np.isclose(
+        merged["p_rqa"], merged["p_rqa_deep"], atol=1e-9
+    )
+    if len(merged) != len(top) or stale.any():
+        raise ValueError(
+            f"{out_dir / 'candidates.parquet'}: its top candidates differ from the RQA scores in the cache "
+            f"({int(stale.sum())} of {len(top)} rows); rerun `fqa run rqa` and `fqa run rerank` "
+            "before `fqa run beyond`"
+        )
+
+
+def _deep_reranked_rows(
+    deep: pd.DataFrame,
+    inputs: RerankInputs,
+    states: PairStates,
+    config: BeyondRunConfig,
+    data_dir: Path,
+    cache_root: Path,
+    timings: dict[str, Any],
+    from_cache: dict[str, bool],
+) -> tuple[pd.DataFrame, int]:
+    """The deep candidates of ``config.rqa`` rescored by the deep rerankers (every seed).
+
+    Pairs the rerank stage scored keep that stage's P_phi (read from its cache), so ranks 1..5
+    agree with ``candidates.parquet`` to the bit; only the new pairs are encoded and scored.
+    """
+    mine = deep[deep["rqa"] == config.rqa].reset_index(drop=True)
+    pools = {
+        (d, s): data.load_qa_split(data_dir, d, s)
+        for d, s in mine[["domain", "split"]].drop_duplicates().values
+    }
+    texts = [
+        pools[(d, s)].passages[int(p)].text
+        for d, s, p in zip(mine["domain"], mine["split"], mine["passage_id"], strict=True)
+    ]
+    ids = [pair_id(q, p) for q, p in zip(mine["question"], texts, strict=True)]
+    old = set(inputs.score_ids)
+    new_pairs = sorted({(q, p) for q, p, i in zip(mine["question"], texts, ids, strict=True) if i not in old})
+    with stage(timings, "deep/lower_layers"):
+        extra = encode_pairs(new_pairs, config.rerank.model, cache_root)
+    from_cache["deep/lower_layers"] = extra.from_cache
+    both = PairStates.union(states, extra)
+    new_ids = sorted({pair_id(q, p) for q, p in new_pairs})
+    frames = []
+    for variant in config.deep_rerankers:
+        source, loss = VARIANTS[variant]
+        fit_pairs, select_pairs = inputs.sources[source]
+        examples, select = _ids(fit_pairs, loss), _ids(select_pairs, "kl")
+        for seed in config.rerank.seeds:
+            name = f"deep/{variant}/seed{seed}"
+            with stage(timings, name):
+                weights, _, folder, trained = train_or_load(
+                    variant, seed, examples, select, states, config.rerank.model, cache_root
+                )
+                known, known_cached = score_cached(
+                    folder, weights, inputs.score_ids, states, config.rerank.model
+                )
+                fresh, fresh_cached = score_cached(folder, weights, new_ids, both, config.rerank.model)
+            from_cache[name] = trained and known_cached and fresh_cached
+            lookup = dict(zip(inputs.score_ids, known, strict=True)) | dict(zip(new_ids, fresh, strict=True))
+            probs = stored_probabilities(np.stack([lookup[i] for i in ids]))
+            frames.append(
+                mine.assign(reranker=variant, seed=seed, **dict(zip(RATING_COLUMNS, probs.T, strict=True)))
+            )
+    return pd.concat(frames, ignore_index=True), len(new_pairs)
+
+
+def run_beyond(
+    data_dir: Path, out_dir: Path, config: BeyondRunConfig | None = None, cache_root: Path | None = None
+) -> dict[str, Any]:
+    """Run the beyond stage on top of the rqa and rerank stages' results in ``out_dir``."""
+    config = config or BeyondRunConfig()
+    cache_root = cache_root or default_cache_root()
+    timings: dict[str, Any] = {}
+    from_cache: dict[str, bool] = {}
+    with stage(timings, "data"):
+        inputs = rerank_inputs(data_dir, out_dir, config.rerank)
+    with stage(timings, "lower_layers"):  # the rerank stage's cache: the same pairs, the same key
+        states = encode_pairs(inputs.all_pairs, config.rerank.model, cache_root)
+    from_cache["lower_layers"] = states.from_cache
+    selection = _selection_rows(inputs, states, config, cache_root, timings, from_cache)
+    experiments, experiment_ratings, runs = _experiment_rows(
+        inputs, states, config, cache_root, timings, from_cache
+    )
+    with stage(timings, "deep/rqa"):
+        deep = _deep_rqa_rows(data_dir, out_dir, config.depth, cache_root)
+        _check_against_candidates(deep, inputs.candidates, out_dir)
+    reranked, new_pairs = _deep_reranked_rows(
+        deep, inputs, states, config, data_dir, cache_root, timings, from_cache
+    )
+    deep = pd.concat([deep.astype({c: np.float32 for c in RATING_COLUMNS}), reranked], ignore_index=True)
+    validate_candidates(deep, out_dir / "deep_candidates.parquet")
+    order = ["rqa", "domain", "split", "question_id", "rqa_rank", "reranker", "seed"]
+    atomic_write_parquet(out_dir / "deep_candidates.parquet", deep.sort_values(order, ignore_index=True))
+    atomic_write_parquet(
+        out_dir / "feedback_experiments.parquet",
+        experiments.sort_values(
+            [*EXPERIMENT_KEYS, "domain", "split", "question_id", "rqa_rank"], ignore_index=True
+        ),
+    )
+    atomic_write_parquet(out_dir / "feedback_experiment_ratings.parquet", experiment_ratings)
+    atomic_write_parquet(out_dir / "selection_predictions.parquet", selection)
+    config_record = asdict(config)
+    _add_compute_times(out_dir / "manifest.json", "beyond", timings, from_cache, config_record, ())
+    entry = {
+        "stage": "beyond",
+        "protocol": inputs.protocol,
+        "config": config_record,
+        "experiment_runs": runs,
+        "deep_new_pairs": new_pairs,
+        **provenance(timings, CACHE_VERSION),
+    }
+    _update_manifest(out_dir / "manifest.json", "beyond", entry)
+    return entry
