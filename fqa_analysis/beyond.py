@@ -14,7 +14,7 @@ Conventions shared by every function here:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,12 +22,25 @@ from scipy.optimize import minimize_scalar
 
 from fqa_analysis.calibration import expected_calibration_error, reliability
 from fqa_analysis.candidates import NO_RERANKER, QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
-from fqa_analysis.data import FEEDBACK_DOMAINS
-from fqa_analysis.stats import Average, holm, paired_bootstrap, paired_outcomes, resample_indices
+from fqa_analysis.data import FEEDBACK_DOMAINS, QASplit
+from fqa_analysis.stats import (
+    Average,
+    bootstrap_means,
+    holm,
+    paired_bootstrap,
+    paired_outcomes,
+    resample_indices,
+)
 from fqa_analysis.sweeps import candidate_blocks, depth_sweep, weight_sweep
 
 __all__ = [
+    "SCALINGS",
+    "TRANSFER_RUNS",
+    "accuracy_by",
     "apply_rating_temperatures",
+    "best_run",
+    "calibration_table",
+    "calibration_variants",
     "compare_within",
     "cross_domain_weight",
     "depth_curve",
@@ -35,12 +48,16 @@ __all__ = [
     "experiment_candidates",
     "failure_categories",
     "fit_rating_temperature",
+    "item_outcomes",
+    "page_overlap",
     "rating_temperatures",
     "reliability_table",
     "scale_ratings",
     "top1_confidence",
+    "transfer_outcomes",
     "weight_curve",
     "weight_optima",
+    "weight_stability",
     "with_unscaled_rqa",
 ]
 
@@ -222,7 +239,7 @@ def compare_within(
     outcomes: pd.DataFrame,
     group: Sequence[str],
     system: str,
-    baseline: str,
+    baseline: object,
     column: str = "correct",
     average: Average = "micro",
     n_resamples: int = 10_000,
@@ -261,12 +278,14 @@ def compare_within(
         work = work.groupby(keys, sort=False)[column].mean().reset_index()
     frames = []
     for values, block in work.groupby(list(group), sort=False):
-        wide = paired_outcomes(block, [system], column)
-        if baseline not in wide.columns:
+        wide = paired_outcomes(block, [system], column)  # columns named by str(value)
+        original = {str(v): v for v in block[system].unique()}
+        if str(baseline) not in wide.columns:
             raise ValueError(f"group {values} has no {system} = {baseline!r} to compare with")
         strata = [f"{d}/{s}" for d, s, _ in wide.index]
-        cmp = paired_bootstrap(wide.reset_index(drop=True), baseline, strata, average, n_resamples, seed)
+        cmp = paired_bootstrap(wide.reset_index(drop=True), str(baseline), strata, average, n_resamples, seed)
         frame = cmp.to_frame().reset_index().rename(columns={"system": system})
+        frame[system] = frame[system].map(original)
         labels = values if isinstance(values, tuple) else (values,)
         for col, value in reversed(list(zip(group, labels, strict=True))):
             frame.insert(0, col, [value] * len(frame))
@@ -418,3 +437,209 @@ def failure_categories(outcomes: pd.DataFrame, ranks: pd.DataFrame, depth: int =
         [correct, rank <= 5, rank <= depth], ["correct", "misranked", "near miss"], "retrieval miss"
     )
     return out
+
+
+def accuracy_by(
+    outcomes: pd.DataFrame,
+    by: Sequence[str],
+    column: str = "correct",
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Mean of ``column`` per group with a percentile bootstrap CI over its questions.
+
+    Seeds are averaged per question first (when a ``seed`` column is present); resampling is
+    stratified by test set, so each group's CI is that of its micro average.
+
+    Returns:
+        ``by`` columns, ``n`` (questions), ``mean``, ``ci_low``, ``ci_high``.
+
+    Example:
+        >>> out = pd.DataFrame({"g": ["a"] * 4, "domain": "D", "split": "test", "question_id": [0, 1, 2, 3],
+        ...     "correct": [1, 1, 1, 0]})
+        >>> accuracy_by(out, ["g"], n_resamples=200)[["n", "mean"]].values.tolist()
+        [[4.0, 0.75]]
+    """
+    work = outcomes
+    if "seed" in work.columns:
+        work = work.groupby([*by, *QUESTION_KEYS], sort=False)[column].mean().reset_index()
+    rows = []
+    for values, block in work.groupby(list(by), sort=False):
+        strata = (block["domain"].astype(str) + "/" + block["split"].astype(str)).tolist()
+        means = bootstrap_means(
+            block[[column]].reset_index(drop=True), strata, "micro", n_resamples, seed, confidence
+        )
+        labels = values if isinstance(values, tuple) else (values,)
+        row: dict[str, object] = dict(zip(by, labels, strict=True))
+        row["n"] = float(len(block))
+        row.update({str(k): float(v) for k, v in means.iloc[0].items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def calibration_table(
+    confidences: Mapping[str, pd.DataFrame], bins: int = 10, n_resamples: int = 2000
+) -> pd.DataFrame:
+    """ECE (with bootstrap CI) of the RQA's top-1 probability under each temperature setting.
+
+    Args:
+        confidences: Setting name -> :func:`top1_confidence` output (several RQA systems).
+        bins: Equal-width bins.
+        n_resamples: Bootstrap resamples of the ECE's CI (questions).
+
+    Returns:
+        ``rqa, scaling, n, mean_confidence, accuracy, ece, ece_ci_low, ece_ci_high``.
+    """
+    rows = []
+    for scaling, frame in confidences.items():
+        for rqa, block in frame.groupby("rqa", sort=False):
+            conf, hit = block["confidence"].to_numpy(float), block["correct"].to_numpy(float)
+            ece, lo, hi = ece_with_ci(conf, hit, bins, n_resamples)
+            rows.append(
+                {
+                    "rqa": rqa,
+                    "scaling": scaling,
+                    "n": len(block),
+                    "mean_confidence": float(conf.mean()),
+                    "accuracy": float(hit.mean()),
+                    "ece": ece,
+                    "ece_ci_low": lo,
+                    "ece_ci_high": hi,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+#: The four scorings of the temperature experiment, as named in its tables.
+SCALINGS: tuple[str, ...] = ("as run", "P_theta at T=1", "P_phi scaled", "both")
+
+
+def calibration_variants(
+    candidates: pd.DataFrame, deep: pd.DataFrame, temperatures: pd.DataFrame
+) -> pd.DataFrame:
+    """Per-question outcomes of every reranked run under four temperature settings.
+
+    ``as run``: P_theta at the temperature fitted on the QA valid sets (what every other chapter
+    uses) plus raw P(Excellent); ``P_theta at T=1``: the unscaled softmax, the paper's literal
+    recipe; ``P_phi scaled``: P(Excellent) after the rating temperature fitted on each model's
+    selection pairs (:func:`rating_temperatures`); ``both``.
+
+    Returns:
+        :func:`~fqa_analysis.rerank_analysis.score_outcomes` rows of the feedback-domain
+        questions with a ``scaling`` column.
+    """
+    from fqa_analysis.rerank_analysis import score_outcomes
+
+    rated = candidates[(candidates["reranker"] != NO_RERANKER) & candidates["domain"].isin(FEEDBACK_DOMAINS)]
+    unscaled = with_unscaled_rqa(rated, deep)
+    tables = {
+        "as run": rated,
+        "P_theta at T=1": unscaled,
+        "P_phi scaled": apply_rating_temperatures(rated, temperatures),
+        "both": apply_rating_temperatures(unscaled, temperatures),
+    }
+    return pd.concat(
+        [score_outcomes(t).assign(scaling=name) for name, t in tables.items()], ignore_index=True
+    )
+
+
+def weight_stability(curve: pd.DataFrame) -> pd.DataFrame:
+    """Best w overall, per domain and per seed, for every (rqa, reranker) of a weight curve.
+
+    Returns:
+        One row per (rqa, reranker): ``best_w``, ``best_accuracy``, ``accuracy_at_half``,
+        ``accuracy_at_0``, then ``w*<domain>`` and ``w*seed<seed>`` columns.
+    """
+    keys = ["rqa", "reranker"]
+    out = weight_optima(curve, keys).set_index(keys)
+    for by in ("domain", "seed"):
+        per = weight_optima(curve, [*keys, by]).pivot_table(index=keys, columns=by, values="best_w")
+        per.columns = [f"w*{'seed' if by == 'seed' else ''}{c}" for c in per.columns]
+        out = out.join(per)
+    return out.reset_index()
+
+
+def item_outcomes(per_item: pd.DataFrame) -> pd.DataFrame:
+    """Per-item rating scores keyed like questions (``split = "feedback_test"``, ``question_id = item_id``).
+
+    So :func:`compare_within` and :func:`accuracy_by` work on feedback_test items unchanged.
+    """
+    return per_item.rename(columns={"item_id": "question_id"}).assign(split="feedback_test")
+
+
+#: How the transfer experiment's runs are named in its tables.
+TRANSFER_RUNS: dict[str, str] = {
+    "none": "RQA alone",
+    "fraction": "all feedback",
+    "leave_out": "without own domain",
+    "size_control": "size-matched control",
+}
+
+
+def transfer_outcomes(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """For every domain, its questions (or items) under the four transfer runs.
+
+    Args:
+        outcomes: Per-question (or per-item) rows whose ``reranker`` is ``none`` or
+            ``<experiment>:<setting>`` (:func:`experiment_candidates`).
+
+    Returns:
+        The rows of ``none`` and ``fraction:1`` for every domain, and of ``leave_out:<d>`` and
+        ``size_control:<d>`` for domain d only, with ``training`` naming the run
+        (:data:`TRANSFER_RUNS`).
+    """
+    label = outcomes["reranker"].astype(str)
+    kind = label.str.split(":").str[0]
+    setting = label.str.split(":").str[1]
+    own = (kind.isin(["leave_out", "size_control"]) & (setting == outcomes["domain"])) | (
+        label == "fraction:1"
+    )
+    keep = own | (label == NO_RERANKER)
+    return outcomes[keep.to_numpy()].assign(training=kind[keep].map(TRANSFER_RUNS).to_numpy())
+
+
+def best_run(outcomes: pd.DataFrame, domains: Sequence[str] = FEEDBACK_DOMAINS) -> tuple[str, str]:
+    """The (rqa, reranker) with the highest seed-averaged micro accuracy over ``domains``.
+
+    Example:
+        >>> o = pd.DataFrame({"rqa": ["a", "a", "b", "b"], "reranker": "none", "domain": "D",
+        ...     "correct": [1, 0, 1, 1]})
+        >>> best_run(o, ["D"])
+        ('b', 'none')
+    """
+    acc = outcomes[outcomes["domain"].isin(list(domains))].groupby(["rqa", "reranker"])["correct"].mean()
+    best = acc.index[int(np.argmax(acc.to_numpy()))]
+    return str(best[0]), str(best[1])
+
+
+def page_overlap(categorised: pd.DataFrame, splits: Mapping[tuple[str, str], QASplit]) -> pd.DataFrame:
+    """Name the picked and the gold passage of every question and say whether they share a page.
+
+    FAQ collections split one page into many passages; a wrong answer from the gold's own page
+    is a near miss a user may still find useful, one from another page is not.
+
+    Returns:
+        ``categorised`` with ``gold_id``, ``picked`` and ``gold`` (``title | headers``) and
+        ``same_page`` (same ``page_title``).
+    """
+    gold_ids, picked, gold, same = [], [], [], []
+    for d, s, q, p in zip(
+        categorised["domain"],
+        categorised["split"],
+        categorised["question_id"],
+        categorised["passage_id"],
+        strict=True,
+    ):
+        split = splits[(str(d), str(s))]
+        g = split.questions[_question_index(split)[int(q)]].passage_id
+        a, b = split.passages[int(p)], split.passages[g]
+        gold_ids.append(g)
+        picked.append(" | ".join([a.page_title, *a.section_headers]))
+        gold.append(" | ".join([b.page_title, *b.section_headers]))
+        same.append(a.page_title == b.page_title)
+    return categorised.assign(gold_id=gold_ids, picked=picked, gold=gold, same_page=same)
+
+
+def _question_index(split: QASplit) -> dict[int, int]:
+    return {q.question_id: i for i, q in enumerate(split.questions)}

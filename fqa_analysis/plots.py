@@ -23,6 +23,7 @@ __all__ = [
     "plot_explanation_lengths",
     "plot_grouped_bars",
     "plot_label_distribution",
+    "plot_lines",
     "plot_recall_curves",
     "plot_reliability",
     "system_color",
@@ -234,5 +235,40 @@ def plot_grouped_bars(
         )
     ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups])
     ax.set_ylabel(value)
+    ax.legend(frameon=False, fontsize="small")
+    return ax
+
+
+def plot_lines(
+    frame: pd.DataFrame,
+    x: str,
+    y: str,
+    system: str,
+    low: str | None = None,
+    high: str | None = None,
+    ax: Axes | None = None,
+    linestyle: str = "-",
+) -> Axes:
+    """One line of ``y`` against ``x`` per ``system`` (fixed colours), with an optional CI band.
+
+    Args:
+        frame: Long table, one row per (system, x).
+        x: Column of the x axis.
+        y: Column of the line.
+        system: Column naming the lines.
+        low: Optional column of the band's lower edge.
+        high: Optional column of the band's upper edge.
+        ax: Axes to draw on.
+        linestyle: Matplotlib line style of every line (e.g. ``":"`` for ceilings).
+    """
+    ax = _axes(ax, (6, 3.5))
+    for name in dict.fromkeys(frame[system]):
+        sub = frame[frame[system] == name].sort_values(x)
+        color = system_color(str(name))
+        ax.plot(sub[x], sub[y], color=color, label=str(name), linestyle=linestyle, marker=".")
+        if low and high:
+            ax.fill_between(sub[x], sub[low], sub[high], color=color, alpha=0.15, linewidth=0)
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
     ax.legend(frameon=False, fontsize="small")
     return ax
