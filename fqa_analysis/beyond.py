@@ -274,7 +274,7 @@ def compare_within(
     """
     work = outcomes
     if "seed" in work.columns:
-        keys = [*group, system, *QUESTION_KEYS]
+        keys = list(dict.fromkeys([*group, system, *QUESTION_KEYS]))  # a group may be the domain
         work = work.groupby(keys, sort=False)[column].mean().reset_index()
     frames = []
     for values, block in work.groupby(list(group), sort=False):
@@ -463,7 +463,8 @@ def accuracy_by(
     """
     work = outcomes
     if "seed" in work.columns:
-        work = work.groupby([*by, *QUESTION_KEYS], sort=False)[column].mean().reset_index()
+        keys = list(dict.fromkeys([*by, *QUESTION_KEYS]))  # ``by`` may hold the domain
+        work = work.groupby(keys, sort=False)[column].mean().reset_index()
     rows = []
     for values, block in work.groupby(list(by), sort=False):
         strata = (block["domain"].astype(str) + "/" + block["split"].astype(str)).tolist()
