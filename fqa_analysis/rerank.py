@@ -31,7 +31,11 @@ from fqa_analysis.retrieval import minilm_path
 
 __all__ = ["PairStates", "RerankConfig", "bf16_autocast", "encode_pairs", "predict", "train_reranker"]
 
-CACHE_VERSION = "rerank-2"
+#: Version of the trained rerankers and their predictions (3: dropout off at inference).
+CACHE_VERSION = "rerank-3"
+#: Version of the cached lower-layer states; independent of the trained top, so a fix to
+#: training or inference does not recompute the ten-minute lower-layer pass.
+STATES_VERSION = "rerank-2"
 N_CLASSES = 4
 CHUNK = 512
 
@@ -143,7 +147,7 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_r
 
     unique = sorted({(q, p) for q, p in pairs}, key=lambda qp: pair_id(*qp))
     ids = [pair_id(q, p) for q, p in unique]
-    key = content_key(CACHE_VERSION, config.max_len, config.frozen_layers, config.bf16, ids)
+    key = content_key(STATES_VERSION, config.max_len, config.frozen_layers, config.bf16, ids)
     folder = cache_root / "rerank_states" / key
     n_chunks = (len(unique) + CHUNK - 1) // CHUNK
     index = {pid: (i // CHUNK, i % CHUNK) for i, pid in enumerate(ids)}
@@ -196,7 +200,9 @@ class _Top:
         hidden = base.config.hidden_size
         self.dropout = torch.nn.Dropout(base.config.hidden_dropout_prob)
         self.head = torch.nn.Linear(hidden, N_CLASSES)
-        self.modules = torch.nn.ModuleList([self.layers, self.head])
+        # The dropout belongs in `modules` so that .eval() switches it off at inference (it has no
+        # parameters, and listed last it leaves the state-dict keys of layers and head unchanged).
+        self.modules = torch.nn.ModuleList([self.layers, self.head, self.dropout])
         if config.pooling not in ("mean", "cls"):
             raise ValueError(f"unknown pooling {config.pooling!r}; use 'mean' or 'cls'")
         self.pooling = config.pooling

@@ -8,18 +8,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fqa_analysis import data
 from fqa_analysis.beyond import (
+    SCALINGS,
+    accuracy_by,
     apply_rating_temperatures,
+    calibration_table,
+    calibration_variants,
     compare_within,
     cross_domain_weight,
     depth_curve,
     experiment_candidates,
     failure_categories,
     fit_rating_temperature,
+    item_outcomes,
+    page_overlap,
     rating_temperatures,
     scale_ratings,
     top1_confidence,
+    transfer_outcomes,
     weight_optima,
+    weight_stability,
     with_unscaled_rqa,
 )
 from fqa_analysis.candidates import RATING_COLUMNS
@@ -234,3 +243,101 @@ def test_pair_states_union_serves_both_caches(tmp_path: Path) -> None:
     assert both.length("shared") == 3  # the first cache wins
     hidden, mask = both.batch(["y", "x"])
     assert hidden.shape == (2, 5, 2) and mask.sum().item() == 8
+
+
+def test_calibration_table_reports_ece_per_setting_and_system() -> None:
+    conf = pd.DataFrame({"rqa": "r", "confidence": [0.05, 0.15, 0.95, 0.85] * 5, "correct": [0, 0, 1, 0] * 5})
+    table = calibration_table({"fitted T": conf}, bins=2, n_resamples=200).iloc[0]
+    assert table["ece"] == pytest.approx(0.25)  # (2 x 0.1 + 2 x 0.4) / 4, as in calibration's doctest
+    assert table["accuracy"] == 0.25 and table["mean_confidence"] == pytest.approx(0.5)
+    assert table["ece_ci_low"] <= 0.25 <= table["ece_ci_high"]
+
+
+def test_calibration_variants_rescore_the_same_runs_four_ways() -> None:
+    cands = _candidates().assign(domain="WHO")  # only the feedback domains are scored
+    deep = _candidates("none").assign(domain="WHO", p_rqa_t1=[0.9, 0.05, 0.05, 0.6, 0.2, 0.1])
+    temps = pd.DataFrame({"reranker": ["x"], "seed": [0], "temperature": [1.0]})
+    out = calibration_variants(cands, deep, temps).set_index(["scaling", "question_id"])["correct"]
+    assert set(out.index.get_level_values(0)) == set(SCALINGS)
+    # as run: q0 picks the gold (0.3 + 1.0 > 0.5 + 0.5); at T = 1, 0.9 + 0.5 beats 0.05 + 1.0
+    assert bool(out[("as run", 0)]) and not bool(out[("P_theta at T=1", 0)])
+    assert bool(out[("P_phi scaled", 0)]) == bool(out[("as run", 0)])  # T = 1 changes nothing
+
+
+def test_weight_stability_reports_the_best_weight_per_domain_and_seed() -> None:
+    rows = []
+    for domain, best in (("A", 0.0), ("B", 1.0)):
+        for seed in (0, 1):
+            for w in (0.0, 0.5, 1.0):
+                rows.append(
+                    {"rqa": "r", "reranker": "x", "seed": seed, "domain": domain, "question_id": 0, "w": w,
+                     "correct": float(w == best)}
+                )  # fmt: skip
+    table = weight_stability(pd.DataFrame(rows)).iloc[0]
+    assert table["w*A"] == 0.0 and table["w*B"] == 1.0
+    assert table["best_w"] == 0.0  # 0.0 and 1.0 tie overall and are equally far from 0.5: the smaller
+    assert table["w*seed0"] == 0.0 and table["accuracy_at_half"] == 0.0
+
+
+def test_accuracy_by_averages_seeds_per_question_first() -> None:
+    out = pd.DataFrame(
+        {
+            "g": "a",
+            "seed": [0, 1, 0, 1],
+            "domain": "D",
+            "split": "test",
+            "question_id": [0, 0, 1, 1],
+            "correct": [1, 0, 1, 1],
+        }
+    )
+    row = accuracy_by(out, ["g"], n_resamples=200).iloc[0]
+    assert row["n"] == 2 and row["mean"] == 0.75
+
+
+def test_transfer_outcomes_keep_each_domains_own_runs() -> None:
+    rows = [
+        {"reranker": r, "domain": d, "split": "test", "question_id": 0, "correct": 1.0}
+        for d in ("A", "B")
+        for r in ("none", "fraction:1", "fraction:0.5", "leave_out:A", "leave_out:B", "size_control:A")
+    ]
+    out = transfer_outcomes(pd.DataFrame(rows))
+    a = out[out["domain"] == "A"].set_index("reranker")["training"].to_dict()
+    assert a == {
+        "none": "RQA alone",
+        "fraction:1": "all feedback",
+        "leave_out:A": "without own domain",
+        "size_control:A": "size-matched control",
+    }
+    assert set(out[out["domain"] == "B"]["reranker"]) == {"none", "fraction:1", "leave_out:B"}
+    assert item_outcomes(pd.DataFrame({"item_id": [7], "kl": [0.1]}))[
+        ["question_id", "split"]
+    ].values.tolist() == [[7, "feedback_test"]]
+
+
+def test_page_overlap_names_both_passages(tiny_data: Path) -> None:
+    split = data.load_qa_split(tiny_data, "WHO", "test")  # gold passages 0 and 1 (tinydata.qa_file)
+    picks = pd.DataFrame({"domain": "WHO", "split": "test", "question_id": [0, 1], "passage_id": [0, 2]})
+    out = page_overlap(picks, {("WHO", "test"): split})
+    assert out["gold_id"].tolist() == [0, 1]
+    assert out["same_page"].tolist() == [True, False]
+    assert out["picked"].iloc[1] == "WHO page 2 | Header 2"
+
+
+def test_reranker_inference_is_deterministic_and_independent_of_the_batch(tmp_path: Path) -> None:
+    """P_phi of a pair must not depend on which pairs share its batch (padding, dropout)."""
+    from fqa_analysis.rerank import RerankConfig, _predict, _Top
+
+    rng = np.random.default_rng(0)
+    hidden = np.zeros((2, 12, 384), dtype=np.float16)
+    hidden[0, :4] = rng.normal(size=(4, 384))
+    hidden[1, :12] = rng.normal(size=(12, 384))
+    np.save(tmp_path / "hidden_0.npy", hidden)
+    np.save(tmp_path / "lengths_0.npy", np.array([4, 12], dtype=np.int32))
+    states = PairStates(tmp_path, {"short": (0, 0), "long": (0, 1)}, 1)
+    config = RerankConfig(bf16=False)
+    top = _Top(config, seed=0)
+    alone = _predict(top, ["short"], states, config)
+    padded = _predict(top, ["long", "short"], states, config)[1:]
+    again = _predict(top, ["short"], states, config)
+    np.testing.assert_allclose(alone, padded, atol=1e-5)
+    np.testing.assert_array_equal(alone, again)
