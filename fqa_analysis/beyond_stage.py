@@ -164,7 +164,7 @@ def _experiment_rows(
         from_cache[f"{name}/train"] = cached
         with stage(timings, f"{name}/score"):
             probs, from_cache[f"{name}/score"] = score_cached(
-                folder, weights, score_ids, states, config.rerank.model
+                folder, weights, score_ids, states, config.rerank.model, superset=inputs.score_ids
             )
         record[name] = {"fit_pairs": len(run.fit), "select_pairs": len(run.select), "history": history}
         tags: dict[str, Any] = {"experiment": run.experiment, "setting": run.setting, "seed": run.seed}

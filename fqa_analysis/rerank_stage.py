@@ -243,9 +243,25 @@ def train_or_load(
 
 
 def score_cached(
-    folder: Path, weights: dict[str, Any], ids: Sequence[str], states: PairStates, model: RerankConfig
+    folder: Path,
+    weights: dict[str, Any],
+    ids: Sequence[str],
+    states: PairStates,
+    model: RerankConfig,
+    superset: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, bool]:
     """P_phi of a trained reranker for ``ids``, cached beside its weights under the ids' key.
+
+    Args:
+        folder: The model's cache folder.
+        weights: Its weights.
+        ids: Pair ids to score.
+        states: Lower-layer states covering ``ids``.
+        model: Settings.
+        superset: Ids of an earlier scoring of this model (e.g. the rerank stage's). When it is
+            cached and covers ``ids``, those probabilities are reused, so a pair keeps the exact
+            P_phi it has in ``candidates.parquet`` (rescoring in other batches can move it by
+            about 1e-4 under bfloat16).
 
     Returns:
         ``(probabilities of shape (len(ids), 4), from_cache)``.
@@ -253,6 +269,11 @@ def score_cached(
     path = folder / f"pred_{content_key(list(ids))}.npy"
     if path.exists():
         return np.load(path), True
+    if superset is not None:
+        known = folder / f"pred_{content_key(list(superset))}.npy"
+        where = {pid: i for i, pid in enumerate(superset)}
+        if known.exists() and all(pid in where for pid in ids):
+            return np.load(known)[[where[pid] for pid in ids]], True
     probs = predict(weights, ids, states, model).astype(np.float32)
     atomic_write_npy(path, probs)
     return probs, False

@@ -1,4 +1,4 @@
-"""CI smoke test: `fqa run rqa|rerank|explain --subset`, end to end on the real data.
+"""CI smoke test: `fqa run rqa|rerank|explain|beyond --subset`, end to end on the real data.
 
 Runs by `make smoke` (part of `make test`); needs the data (`make data`) and the model packages.
 """
@@ -62,6 +62,8 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, flo
     assert main(rerank) == 0
     explain = ["run", "explain", "--subset", str(SUBSET), "--explain-epochs", "1", "--max-steps", "2"]
     assert main([*explain, "--out", str(out), "--cache-dir", str(cache)]) == 0
+    beyond = ["beyond" if a == "rerank" else a for a in rerank]
+    assert main(beyond) == 0
     return out, cache, rerun_s
 
 
@@ -143,3 +145,35 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     assert len(top1) == items and explainers <= set(top1.columns)
     stage = json.loads((out / "manifest.json").read_text())["stages"]["explain"]
     assert "generator/train" in stage["timings"]
+
+
+def test_beyond_stage_reuses_the_rerank_models_and_covers_the_top_20(
+    smoke_run: tuple[Path, Path, float],
+) -> None:
+    out, _, _ = smoke_run
+    candidates = pd.read_parquet(out / "candidates.parquet")
+    deep = pd.read_parquet(out / "deep_candidates.parquet")
+    assert validate_candidates(deep, out / "deep_candidates.parquet") == 20
+    assert set(deep["domain"]) == {"Australia", "CDC", "UK", "WHO"}
+    per_run = deep.groupby(["rqa", "reranker"]).size()
+    assert (per_run == 4 * SUBSET * 20).all() and len(per_run) == len(SYSTEMS) + 2
+    assert deep.loc[deep["reranker"] == "none", "p_rqa_t1"].between(0, 1).all()
+    keys = ["rqa", "reranker", "seed", "domain", "split", "question_id", "rqa_rank"]
+    # ranks 1..5 of the deep table are the candidate table's rows, P_phi included, to the bit
+    top = deep[deep["rqa_rank"] <= 5].merge(candidates, on=keys, suffixes=("", "_c"))
+    assert len(top) == len(deep[deep["rqa_rank"] <= 5])
+    assert (top["passage_id"] == top["passage_id_c"]).all()
+    rated = top["reranker"] != "none"
+    assert (top.loc[rated, "p_excellent"] == top.loc[rated, "p_excellent_c"]).all()
+    # fraction 1 of the learning curve IS the rerank stage's feedback_kl model: same P_phi
+    experiments = pd.read_parquet(out / "feedback_experiments.parquet")
+    assert set(experiments["experiment"]) == {"fraction", "leave_out", "size_control"}
+    full = experiments[(experiments["experiment"] == "fraction") & (experiments["setting"] == "1")]
+    mine = candidates[(candidates["rqa"] == "hybrid") & (candidates["reranker"] == "feedback_kl")]
+    joined = full.merge(mine, on=["seed", "domain", "split", "question_id", "rqa_rank"], suffixes=("", "_c"))
+    assert len(joined) == len(full) == 4 * SUBSET * 5
+    assert (joined["p_excellent"] == joined["p_excellent_c"]).all()
+    selection = pd.read_parquet(out / "selection_predictions.parquet")
+    assert set(selection["reranker"]) == set(VARIANTS)
+    stage = json.loads((out / "manifest.json").read_text())["stages"]["beyond"]
+    assert stage["timings"]["fraction/1/seed0/train"]["from_cache"]
