@@ -23,7 +23,7 @@ and cached by content, so a rerun costs seconds. Outputs (added to ``results/``)
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,15 +45,17 @@ from fqa_analysis.pipeline import (
 )
 from fqa_analysis.profiling import stage
 from fqa_analysis.rerank import CACHE_VERSION, PairStates, encode_pairs, pair_id
-from fqa_analysis.rerank_data import FeedbackExperiment, feedback_experiments, training_examples
+from fqa_analysis.rerank_data import FeedbackExperiment, feedback_experiments
 from fqa_analysis.rerank_stage import (
     VARIANTS,
     RerankInputs,
     RerankRunConfig,
+    example_ids,
     rerank_inputs,
     score_cached,
     stored_probabilities,
     train_or_load,
+    variant_examples,
 )
 from fqa_analysis.retrieval import FineTuneConfig, make_system
 
@@ -87,8 +89,25 @@ class BeyondRunConfig:
     deep_rerankers: tuple[str, ...] = ("feedback_kl", "combined")
 
 
-def _ids(pairs: Sequence[Any], loss: str) -> list[tuple[str, np.ndarray]]:
-    return [(pair_id(q, p), t) for q, p, t in training_examples(pairs, loss)]
+def _stage_models(
+    inputs: RerankInputs,
+    states: PairStates,
+    config: BeyondRunConfig,
+    cache_root: Path,
+    variants: Sequence[str],
+    timings: dict[str, Any],
+    from_cache: dict[str, bool],
+) -> Iterator[tuple[str, int, list[tuple[str, np.ndarray]], dict[str, Any], Path]]:
+    """The rerank stage's models, from its cache: ``(variant, seed, selection examples, weights, folder)``."""
+    for variant in variants:
+        examples, select = variant_examples(inputs, variant)
+        for seed in config.rerank.seeds:
+            step = f"models/{variant}/seed{seed}"
+            with stage(timings, step):
+                weights, _, folder, from_cache[step] = train_or_load(
+                    variant, seed, examples, select, states, config.rerank.model, cache_root
+                )
+            yield variant, seed, select, weights, folder
 
 
 def _selection_rows(
@@ -101,33 +120,26 @@ def _selection_rows(
 ) -> pd.DataFrame:
     """Every rerank-stage model's P_phi on its own model-selection pairs, beside their targets."""
     frames = []
-    for variant in config.rerank.variants:
-        source, loss = VARIANTS[variant]
-        fit_pairs, select_pairs = inputs.sources[source]
-        examples, select = _ids(fit_pairs, loss), _ids(select_pairs, "kl")
-        for seed in config.rerank.seeds:
-            step = f"selection/{variant}/seed{seed}"
-            with stage(timings, step):
-                weights, _, folder, trained = train_or_load(
-                    variant, seed, examples, select, states, config.rerank.model, cache_root
-                )
-                probs, scored = score_cached(
-                    folder, weights, [i for i, _ in select], states, config.rerank.model
-                )
-            from_cache[step] = trained and scored
-            targets = np.stack([t for _, t in select])
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "reranker": variant,
-                        "seed": seed,
-                        "domain": [p.domain for p in select_pairs],
-                        "pair_id": [i for i, _ in select],
-                        **{f"target_{c[2:]}": targets[:, j] for j, c in enumerate(RATING_COLUMNS)},
-                        **dict(zip(RATING_COLUMNS, stored_probabilities(probs).T, strict=True)),
-                    }
-                )
+    models = _stage_models(inputs, states, config, cache_root, config.rerank.variants, timings, from_cache)
+    for variant, seed, select, weights, folder in models:
+        select_pairs = inputs.sources[VARIANTS[variant][0]][1]
+        step = f"selection/{variant}/seed{seed}"
+        with stage(timings, step):
+            ids = [i for i, _ in select]
+            probs, from_cache[step] = score_cached(folder, weights, ids, states, config.rerank.model)
+        targets = np.stack([t for _, t in select])
+        frames.append(
+            pd.DataFrame(
+                {
+                    "reranker": variant,
+                    "seed": seed,
+                    "domain": [p.domain for p in select_pairs],
+                    "pair_id": ids,
+                    **{f"target_{c[2:]}": targets[:, j] for j, c in enumerate(RATING_COLUMNS)},
+                    **dict(zip(RATING_COLUMNS, stored_probabilities(probs).T, strict=True)),
+                }
             )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -156,7 +168,7 @@ def _experiment_rows(
     cand_frames, rating_frames, record = [], [], {}
     for run in runs:
         name = f"{run.experiment}/{run.setting}/seed{run.seed}"
-        examples, select_ids = _ids(run.fit, "kl"), _ids(run.select, "kl")
+        examples, select_ids = example_ids(run.fit, "kl"), example_ids(run.select, "kl")
         with stage(timings, f"{name}/train"):
             weights, history, folder, cached = train_or_load(
                 "feedback_kl", run.seed, examples, select_ids, states, config.rerank.model, cache_root
@@ -278,26 +290,18 @@ def _deep_reranked_rows(
     both = PairStates.union(states, extra)
     new_ids = sorted({pair_id(q, p) for q, p in new_pairs})
     frames = []
-    for variant in config.deep_rerankers:
-        source, loss = VARIANTS[variant]
-        fit_pairs, select_pairs = inputs.sources[source]
-        examples, select = _ids(fit_pairs, loss), _ids(select_pairs, "kl")
-        for seed in config.rerank.seeds:
-            name = f"deep/{variant}/seed{seed}"
-            with stage(timings, name):
-                weights, _, folder, trained = train_or_load(
-                    variant, seed, examples, select, states, config.rerank.model, cache_root
-                )
-                known, known_cached = score_cached(
-                    folder, weights, inputs.score_ids, states, config.rerank.model
-                )
-                fresh, fresh_cached = score_cached(folder, weights, new_ids, both, config.rerank.model)
-            from_cache[name] = trained and known_cached and fresh_cached
-            lookup = dict(zip(inputs.score_ids, known, strict=True)) | dict(zip(new_ids, fresh, strict=True))
-            probs = stored_probabilities(np.stack([lookup[i] for i in ids]))
-            frames.append(
-                mine.assign(reranker=variant, seed=seed, **dict(zip(RATING_COLUMNS, probs.T, strict=True)))
-            )
+    models = _stage_models(inputs, states, config, cache_root, config.deep_rerankers, timings, from_cache)
+    for variant, seed, _, weights, folder in models:
+        name = f"deep/{variant}/seed{seed}"
+        with stage(timings, name):
+            known, known_cached = score_cached(folder, weights, inputs.score_ids, states, config.rerank.model)
+            fresh, fresh_cached = score_cached(folder, weights, new_ids, both, config.rerank.model)
+        from_cache[name] = known_cached and fresh_cached
+        lookup = dict(zip(inputs.score_ids, known, strict=True)) | dict(zip(new_ids, fresh, strict=True))
+        probs = stored_probabilities(np.stack([lookup[i] for i in ids]))
+        frames.append(
+            mine.assign(reranker=variant, seed=seed, **dict(zip(RATING_COLUMNS, probs.T, strict=True)))
+        )
     return pd.concat(frames, ignore_index=True), len(new_pairs)
 
 

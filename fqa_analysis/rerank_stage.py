@@ -48,11 +48,13 @@ __all__ = [
     "VARIANTS",
     "RerankInputs",
     "RerankRunConfig",
+    "example_ids",
     "rerank_inputs",
     "run_rerank",
     "score_cached",
     "stored_probabilities",
     "train_or_load",
+    "variant_examples",
 ]
 
 #: variant -> (training data, loss)
@@ -133,8 +135,9 @@ def stored_probabilities(probs: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(probs, dtype=np.float64), STORED_DECIMALS).astype(np.float32)
 
 
-def _ids(examples: Sequence[tuple[str, str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:
-    return [(pair_id(q, p), t) for q, p, t in examples]
+def example_ids(pairs: Sequence[RatedPair], loss: str) -> list[tuple[str, np.ndarray]]:
+    """``(pair id, target distribution)`` training examples of rated pairs under a loss."""
+    return [(pair_id(q, p), t) for q, p, t in training_examples(pairs, loss)]
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,15 @@ def rerank_inputs(data_dir: Path, out_dir: Path, config: RerankRunConfig) -> Rer
         sources,
         all_pairs,
     )
+
+
+def variant_examples(
+    inputs: RerankInputs, variant: str
+) -> tuple[list[tuple[str, np.ndarray]], list[tuple[str, np.ndarray]]]:
+    """A variant's (training, model-selection) examples: its data source under its loss (selection: KL)."""
+    source, loss = VARIANTS[variant]
+    fit_pairs, select_pairs = inputs.sources[source]
+    return example_ids(fit_pairs, loss), example_ids(select_pairs, "kl")
 
 
 def train_or_load(
@@ -303,10 +315,7 @@ def run_rerank(
     position = {pid: i for i, pid in enumerate(score_ids)}
     new_rows, prediction_rows, histories = [], [], {}
     for variant in config.variants:
-        source, loss = VARIANTS[variant]
-        fit_pairs, select_pairs = sources[source]
-        examples = _ids(training_examples(fit_pairs, loss))
-        select = _ids(training_examples(select_pairs, "kl"))
+        examples, select = variant_examples(inputs, variant)
         for seed in config.seeds:
             with stage(timings, f"{variant}/seed{seed}/train"):
                 weights, history, folder, cached = train_or_load(
