@@ -57,7 +57,7 @@ from fqa_analysis.rerank_stage import (
     train_or_load,
     variant_examples,
 )
-from fqa_analysis.retrieval import FineTuneConfig, make_system
+from fqa_analysis.retrieval import FineTuneConfig, HybridSystem, RQASystem, make_system
 
 __all__ = ["BeyondRunConfig", "run_beyond"]
 
@@ -196,14 +196,40 @@ def _experiment_rows(
     return pd.concat(cand_frames, ignore_index=True), pd.concat(rating_frames, ignore_index=True), record
 
 
-def _rqa_run_settings(out_dir: Path) -> tuple[list[str], FineTuneConfig, int | None]:
-    """The systems, fine-tuning settings and subset of the rqa stage that wrote ``out_dir``."""
+def _rqa_stage(out_dir: Path) -> dict[str, Any]:
+    """The manifest entry of the rqa stage that wrote ``out_dir``."""
     path = out_dir / "manifest.json"
     try:
-        rqa = json.loads(path.read_text())["stages"]["rqa"]["config"]
+        entry: dict[str, Any] = json.loads(path.read_text())["stages"]["rqa"]
     except (OSError, KeyError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: no readable rqa stage ({exc!r}); run `fqa run rqa` first") from exc
-    return list(rqa["systems"]), FineTuneConfig(**rqa["finetune"]), rqa["subset"]
+    return entry
+
+
+def _restored_system(
+    name: str, entry: dict[str, Any], train: list[data.QASplit], valid: list[data.QASplit], cache_root: Path
+) -> RQASystem:
+    """An RQA system as the rqa stage fitted it, so its test scores come from the score cache.
+
+    The hybrid's fusion weight and temperatures are read from the manifest instead of refitted
+    (a refit re-encodes every valid passage: minutes); the restored fingerprint must equal the
+    recorded one, else the cache would silently hold another system's scores.
+    """
+    finetune = FineTuneConfig(**entry["config"]["finetune"])
+    system = make_system(name, finetune)
+    recorded = entry["systems"][name]
+    if isinstance(system, HybridSystem):
+        system.dense.fit(train, valid, cache_root)  # cached weights: loads, never trains
+        system.weight = float(recorded["fit"]["weight"])
+        system.temperatures = tuple(float(t) for t in recorded["fit"]["temperatures"])  # type: ignore[assignment]
+    else:
+        system.fit(train, valid, cache_root)
+    if json.loads(json.dumps(system.fingerprint())) != recorded["fingerprint"]:
+        raise ValueError(
+            f"RQA system {name!r} does not match the rqa stage's manifest (another code version or cache); "
+            "rerun `fqa run rqa` before `fqa run beyond`"
+        )
+    return system
 
 
 def _deep_rqa_rows(data_dir: Path, out_dir: Path, depth: int, cache_root: Path) -> pd.DataFrame:
@@ -212,7 +238,8 @@ def _deep_rqa_rows(data_dir: Path, out_dir: Path, depth: int, cache_root: Path) 
     The score matrices come from the rqa stage's cache and the temperatures from its
     ``rqa_temperatures.parquet``, so the first five rows reproduce ``candidates.parquet``.
     """
-    systems, finetune, subset = _rqa_run_settings(out_dir)
+    entry = _rqa_stage(out_dir)
+    systems, subset = list(entry["config"]["systems"]), entry["config"]["subset"]
     temperatures = pd.read_parquet(out_dir / "rqa_temperatures.parquet").set_index("rqa")["temperature"]
     protocol = data.training_protocol(data_dir)
     splits = {
@@ -226,9 +253,8 @@ def _deep_rqa_rows(data_dir: Path, out_dir: Path, depth: int, cache_root: Path) 
     scores_cache = _ScoreCache(cache_root)
     frames = []
     for name in systems:
-        system = make_system(name, finetune)
-        system.fit(train, valid, cache_root)
-        seed = finetune.seed if name in ("minilm_ft", "hybrid") else 0
+        system = _restored_system(name, entry, train, valid, cache_root)
+        seed = int(entry["systems"][name]["seed"])
         run = {"protocol": protocol, "rqa": name, "reranker": NO_RERANKER, "seed": seed}
         for split in tests:
             scores = scores_cache.get(system, split.question_texts, split.passage_texts)
