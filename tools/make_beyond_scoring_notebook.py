@@ -130,18 +130,18 @@ cells = [
         "variants = beyond.calibration_variants(candidates, deep, rating_temps_all)\n"
         'scaling_cmp = beyond.compare_within(variants, ["rqa", "reranker"], "scaling", "as run")\n'
         'print(scaling_cmp["signature"].iloc[0])\n'
-        'shown = scaling_cmp[scaling_cmp["scaling"] != "as run"].copy()\n'
+        'shown_scaling = scaling_cmp[scaling_cmp["scaling"] != "as run"].copy()\n'
         'for c in ("mean", "delta", "delta_ci_low", "delta_ci_high"):\n'
-        "    shown[c] = 100 * shown[c]\n"
-        'shown.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False).round(2)'
+        "    shown_scaling[c] = 100 * shown_scaling[c]\n"
+        'shown_scaling.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False).round(2)'
     ),
     code(
-        'sig = shown[shown["p_holm"] < 0.05]\n'
-        'print(f"{len(sig)} of {len(shown)} scorings differ significantly from `as run` (Holm p < 0.05)")\n'
-        'for scaling, block in shown.groupby("scaling", sort=False):\n'
+        'scaling_sig = shown_scaling[shown_scaling["p_holm"] < 0.05]\n'
+        'print(f"{len(scaling_sig)} of {len(shown_scaling)} scorings differ significantly from `as run` (Holm p < 0.05)")\n'
+        'for scaling, block in shown_scaling.groupby("scaling", sort=False):\n'
         "    print(f\"{scaling:>15}: delta {block['delta'].min():+.2f} .. {block['delta'].max():+.2f} points, \"\n"
         "          f\"smallest Holm p {block['p_holm'].min():.3g}\")\n"
-        'sig[["rqa", "reranker", "scaling", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_holm"]].round(4)'
+        'scaling_sig[["rqa", "reranker", "scaling", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_holm"]].round(4)'
     ),
     md(
         "## 2. The combination weight\n\n"
@@ -208,9 +208,9 @@ cells = [
         "table.round(3)"
     ),
     code(
-        'sig = tuned_cmp[tuned_cmp["p_holm"] < 0.05]\n'
-        'print(f"tuning w on other domains beats the sum significantly in {(sig.delta > 0).sum()} and loses in "\n'
-        '      f"{(sig.delta < 0).sum()} of {len(tuned_cmp)} (RQA, reranker) pairs; delta range "\n'
+        'tuned_sig = tuned_cmp[tuned_cmp["p_holm"] < 0.05]\n'
+        'print(f"tuning w on other domains beats the sum significantly in {(tuned_sig.delta > 0).sum()} and loses in "\n'
+        '      f"{(tuned_sig.delta < 0).sum()} of {len(tuned_cmp)} (RQA, reranker) pairs; delta range "\n'
         "      f\"{100 * tuned_cmp['delta'].min():+.2f}..{100 * tuned_cmp['delta'].max():+.2f} points\")"
     ),
     md(
@@ -257,13 +257,33 @@ cells = [
         'print(f"top-20 candidates: {manifest[\'beyond\'][\'deep_new_pairs\']:,} new pairs encoded and scored; "\n'
         '      f"{total / 60:.1f} min of compute on this machine (2 cores), peak {peak / 1024:.1f} GiB")'
     ),
-    md(
-        "## Findings\n\n"
-        "The numbers behind each line are in the tables above; the closing note of issue 6 lists them. In short: "
-        "(1) the fitted RQA temperature and the rating temperature are what a practitioner should compare "
-        "first, and how much they move accuracy is read from the scaling table; (2) the sum's weight sits on a "
-        "flat curve because the reranker separates gold barely better than chance, so tuning w buys little "
-        "once it is chosen out of sample; (3) deeper reranking raises the ceiling but this reranker cannot use it."
+    md("## Findings\n\nOne line each, computed from the tables above (the closing note of issue 6 repeats them):"),
+    code(
+        'fit_ece = calib[calib["scaling"] == "fitted T"].set_index("rqa")["ece"]\n'
+        't1_ece = calib[calib["scaling"] == "T = 1"].set_index("rqa")["ece"]\n'
+        "rt = rating_temps['temperature']\n"
+        "kl_d, sc_d = kl_cmp['delta'], shown_scaling['delta']\n"
+        "tu_d = 100 * tuned_cmp['delta']\n"
+        "lines = [\n"
+        '    f"P_theta: top-1 ECE {fit_ece.min():.3f}..{fit_ece.max():.3f} at the fitted temperature, "\n'
+        '    f"{t1_ece.min():.3f}..{t1_ece.max():.3f} at T = 1 (across RQA systems).",\n'
+        '    f"P(Excellent): rating temperatures {rt.min():.2f}..{rt.max():.2f}; KL to the annotators changes by "\n'
+        '    f"{kl_d.min():+.4f}..{kl_d.max():+.4f} nats "\n'
+        '    f"({(kl_cmp.p_holm < 0.05).sum()} of {len(kl_cmp)} significant).",\n'
+        '    f"Temperature scaling and QA accuracy: {len(scaling_sig)} of {len(shown_scaling)} scorings differ "\n'
+        '    f"(Holm p < 0.05); deltas {sc_d.min():+.2f}..{sc_d.max():+.2f} points.",\n'
+        "    f\"Weight: best w in-sample {stability['best_w'].min():.2f}..{stability['best_w'].max():.2f}; across \"\n"
+        '    f"domains the best w spans up to {spread_domains.max():.2f}; tuned on the other domains, "\n'
+        '    f"{tu_d.min():+.2f}..{tu_d.max():+.2f} points vs the sum "\n'
+        '    f"({(tuned_cmp.p_holm < 0.05).sum()} of {len(tuned_cmp)} significant).",\n'
+        "]\n"
+        "for r, b in acc_k.loc[acc_k.groupby('reranker')['mean'].idxmax()].set_index('reranker').iterrows():\n"
+        "    at20 = shown[(shown.reranker == r) & (shown.depth == 20)].iloc[0]\n"
+        "    lines.append(\n"
+        '        f"Depth, {r}: best k = {int(b.depth)} ({100 * b[\'mean\']:.2f}%); k = 20 vs k = 5 {at20.delta:+.2f} "\n'
+        '        f"points (Holm p {at20.p_holm:.3g}); recall@20 {at20[\'recall@k\']:.2f}%."\n'
+        "    )\n"
+        'print("\\n".join(f"- {line}" for line in lines))'
     ),
 ]
 
