@@ -198,6 +198,33 @@ cells = [
         '      "(fraction 1 is the rerank stage\'s model, loaded from the cache)")\n'
         "summary"
     ),
+    md("## Findings\n\nOne line each, computed from the tables above (the closing note of issue 6 repeats them):"),
+    code(
+        "lines = []\n"
+        "for r, row in learning.drop(index='none').iterrows():\n"
+        "    kl_r = kl_table.loc[r, 'mean']\n"
+        "    lines.append(\n"
+        "        f\"Feedback {r.split(':')[1]} ({row['training pairs']:.0f} pairs): {row.delta:+.2f} points \"\n"
+        '        f"over the RQA alone [{row.delta_ci_low:+.2f}, {row.delta_ci_high:+.2f}], Holm p {row.p_holm:.3g}; "\n'
+        '        f"KL on feedback_test {kl_r:.4f} nats."\n'
+        "    )\n"
+        "for d in qa.index:\n"
+        "    q_d, q_p = qa.loc[d, 'leave-out - control'], qa.loc[d, 'p (Holm)']\n"
+        "    k_d, k_p = kl_tab.loc[d, 'leave-out - control'], kl_tab.loc[d, 'p (Holm)']\n"
+        "    lines.append(\n"
+        '        f"Transfer, {d}: without its own feedback vs the size-matched control, QA {q_d:+.2f} points "\n'
+        '        f"(Holm p {q_p:.3g}), KL {k_d:+.4f} nats (Holm p {k_p:.3g})."\n'
+        "    )\n"
+        "errors = categorised[categorised['category'] != 'correct']['category'].value_counts(normalize=True)\n"
+        "share = {k: 100 * errors.get(k, 0.0) for k in ('misranked', 'near miss', 'retrieval miss')}\n"
+        "lines.append(\n"
+        "    f\"Failures of {best[0]} + {best[1]}: accuracy {100 * acc['mean'].min():.1f}..\"\n"
+        "    f\"{100 * acc['mean'].max():.1f}% by domain; of its errors {share['misranked']:.0f}% misranked in \"\n"
+        "    f\"the top 5, {share['near miss']:.0f}% near misses (rank 6-20), {share['retrieval miss']:.0f}% \"\n"
+        "    f\"retrieval misses; {100 * wrong['same_page'].mean():.0f}% of wrong answers come from the gold's page.\"\n"
+        ")\n"
+        'print("\\n".join(f"- {line}" for line in lines))'
+    ),
 ]
 
 write("book/beyond_feedback.ipynb", cells)
