@@ -132,8 +132,9 @@ cells = [
         "constant baselines above), and its P(Excellent) is the worst calibrated of the three. Splitting by "
         "agreement shows where the difference lives: on items where annotators disagree, a distribution "
         "target is the only one that can be right, and there the KL-trained model's KL is lowest. In KL and "
-        "calibration, though, no reranker is much better than the constant training prior, and none beats "
-        "always answering the most frequent label in accuracy; only macro-F1 shows that they learned "
+        "calibration, though, no reranker is much better than the constant training prior, and in accuracy "
+        "none does clearly better than always answering the most frequent label (the majority-label loss "
+        "only matches it); only macro-F1 shows that they learned "
         "something about the pair. That is the weakness the reranking chapter diagnoses."
     ),
     md(
