@@ -16,7 +16,7 @@ and cached by content, so a rerun costs seconds. Outputs (added to ``results/``)
   pairs with their target distribution: held-out data to fit a rating temperature on.
 * ``deep_candidates.parquet``: the top ``depth`` (20) candidates of every RQA system on the
   feedback-domain test questions, in the candidates contract, plus ``p_rqa_t1`` (P_theta at
-  temperature 1, i.e. unscaled); for one RQA system also reranked by ``feedback_kl`` and
+  temperature 1, i.e. unscaled, on the RQA's own rows); for one RQA system also reranked by
   ``combined`` (every seed). Ranks 1..5 equal ``candidates.parquet`` (checked).
 """
 
@@ -86,7 +86,8 @@ class BeyondRunConfig:
     seeds: tuple[int, ...] = (0, 1, 2)
     transfer: bool = True
     depth: int = 20
-    deep_rerankers: tuple[str, ...] = ("feedback_kl", "combined")
+    # One reranker, the paper's best: a second one's top-20 rows would push results/ past 20 MB.
+    deep_rerankers: tuple[str, ...] = ("combined",)
 
 
 def _stage_models(
@@ -354,20 +355,27 @@ def run_beyond(
     reranked, new_pairs = _deep_reranked_rows(
         deep, inputs, states, config, data_dir, cache_root, timings, from_cache
     )
+    reranked["p_rqa_t1"] = np.nan  # the RQA's own rows carry it
     deep = pd.concat([deep.astype({c: np.float32 for c in RATING_COLUMNS}), reranked], ignore_index=True)
+    # float32 P_theta (the exact float64 values were checked against candidates.parquet above) and
+    # question-major rows keep results/ under 20 MB (DESIGN §4); readers must not rely on row order.
+    deep = deep.astype({"p_rqa": np.float32, "p_rqa_t1": np.float32})
     validate_candidates(deep, out_dir / "deep_candidates.parquet")
-    order = ["rqa", "domain", "split", "question_id", "rqa_rank", "reranker", "seed"]
+    order = ["protocol", "domain", "split", "question_id", "rqa", "rqa_rank", "reranker", "seed"]
     atomic_write_parquet(out_dir / "deep_candidates.parquet", deep.sort_values(order, ignore_index=True))
     atomic_write_parquet(
         out_dir / "feedback_experiments.parquet",
         experiments.sort_values(
-            [*EXPERIMENT_KEYS, "domain", "split", "question_id", "rqa_rank"], ignore_index=True
+            ["domain", "split", "question_id", "rqa_rank", *EXPERIMENT_KEYS], ignore_index=True
         ),
     )
     atomic_write_parquet(out_dir / "feedback_experiment_ratings.parquet", experiment_ratings)
     atomic_write_parquet(out_dir / "selection_predictions.parquet", selection)
     config_record = asdict(config)
-    _add_compute_times(out_dir / "manifest.json", "beyond", timings, from_cache, config_record, ())
+    # Steps are named per reranker, so which ones rescore the deep candidates is not part of the comparison.
+    _add_compute_times(
+        out_dir / "manifest.json", "beyond", timings, from_cache, config_record, ("deep_rerankers",)
+    )
     entry = {
         "stage": "beyond",
         "protocol": inputs.protocol,

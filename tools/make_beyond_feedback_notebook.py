@@ -114,7 +114,7 @@ cells = [
         'qa["95% CI"] = [f"[{100 * a:+.2f}, {100 * b:+.2f}]" for a, b in zip(own["delta_ci_low"], own["delta_ci_high"], strict=True)]\n'
         'qa["p (Holm)"] = own["p_holm"]\n'
         'print("QA accuracy@1 on the domain\'s own test questions (points)")\n'
-        'print(qa_cmp["signature"].iloc[0])\n'
+        'print("each domain resampled over its own questions; first domain:", qa_cmp["signature"].iloc[0])\n'
         "qa.round(3)"
     ),
     code(

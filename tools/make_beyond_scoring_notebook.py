@@ -204,6 +204,7 @@ cells = [
         'chosen = chosen.unstack("domain").add_prefix("w for ")\n'
         'table = tuned_cmp.set_index(["rqa", "reranker"])[["mean", "delta", "delta_ci_low", "delta_ci_high"]] * 100\n'
         'table = table.join(tuned_cmp.set_index(["rqa", "reranker"])[["p_value", "p_holm"]]).join(chosen)\n'
+        "table = table.reindex(pd.MultiIndex.from_product([SYSTEMS, VARIANTS], names=['rqa', 'reranker']))\n"
         'print(tuned_cmp["signature"].iloc[0])\n'
         "table.round(3)"
     ),
@@ -216,7 +217,7 @@ cells = [
     md(
         "## 3. The reranking depth\n\n"
         "The paper reranks the RQA's top 5. `fqa run beyond` scored the hybrid system's top 20 with the "
-        "`feedback_kl` and `combined` rerankers (three seeds each; ranks 1..5 are the very numbers of "
+        "`combined` reranker, the paper's best (three seeds; ranks 1..5 are the very numbers of "
         "`candidates.parquet`). Accuracy of reranking the top k with the paper's sum, k = 1 (the RQA alone) .. "
         "20, against the ceiling a perfect reranker would reach: recall@k, the share of questions whose gold "
         "passage is within the top k."
