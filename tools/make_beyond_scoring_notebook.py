@@ -37,7 +37,7 @@ cells = [
         'manifest = load_manifest(RESULTS)["stages"]\n'
         'SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]\n'
         'VARIANTS = list(manifest["rerank"]["config"]["variants"])\n'
-        'print(f"protocol {manifest[\'beyond\'][\'protocol\']}; RQA systems {SYSTEMS}; rerankers {VARIANTS}")'
+        "print(f\"protocol {manifest['beyond']['protocol']}; RQA systems {SYSTEMS}; rerankers {VARIANTS}\")"
     ),
     md(
         "## 1. Calibration\n\n"
@@ -80,7 +80,7 @@ cells = [
     ),
     code(
         'predictions = load_table(RESULTS, "rating_predictions.parquet")\n'
-        "test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), \"test\")))\n"
+        'test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))\n'
         "joined = {\n"
         '    "raw": join_annotators(predictions, test_items),\n'
         '    "scaled": join_annotators(beyond.apply_rating_temperatures(predictions, rating_temps), test_items),\n'
@@ -95,7 +95,7 @@ cells = [
     ),
     code(
         "per_item = pd.concat(\n"
-        '    [beyond.item_outcomes(per_item_rating_scores(j)).assign(p_phi=name) for name, j in joined.items()]\n'
+        "    [beyond.item_outcomes(per_item_rating_scores(j)).assign(p_phi=name) for name, j in joined.items()]\n"
         ")\n"
         'kl_cmp = beyond.compare_within(per_item, ["reranker"], "p_phi", "raw", column="kl")\n'
         'kl_cmp = kl_cmp[kl_cmp["p_phi"] == "scaled"]\n'
@@ -161,7 +161,7 @@ cells = [
         "    else:\n"
         '        plot_lines(means[means["rqa"] == rqa], "w", "correct", "reranker", ax=ax)\n'
         '    ax.axvline(0.5, color="grey", linestyle=":", linewidth=1)\n'
-        '    ax.set_title(rqa)\n'
+        "    ax.set_title(rqa)\n"
         '    ax.set_ylabel("accuracy@1 (overall, micro)")\n'
         "for ax in np.atleast_1d(axes)[:-1]:\n"
         "    ax.get_legend().remove()\n"
@@ -182,8 +182,8 @@ cells = [
     code(
         'w_cols = [c for c in stability.columns if c.startswith("w*") and "seed" not in c]\n'
         's_cols = [c for c in stability.columns if c.startswith("w*seed")]\n'
-        'spread_domains = stability[w_cols].max(axis=1) - stability[w_cols].min(axis=1)\n'
-        'spread_seeds = stability[s_cols].max(axis=1) - stability[s_cols].min(axis=1)\n'
+        "spread_domains = stability[w_cols].max(axis=1) - stability[w_cols].min(axis=1)\n"
+        "spread_seeds = stability[s_cols].max(axis=1) - stability[s_cols].min(axis=1)\n"
         'print(f"best w across domains: range {spread_domains.min():.2f}..{spread_domains.max():.2f} "\n'
         '      f"(median {spread_domains.median():.2f}); across seeds: range {spread_seeds.min():.2f}.."\n'
         '      f"{spread_seeds.max():.2f} (median {spread_seeds.median():.2f})")\n'
@@ -252,13 +252,15 @@ cells = [
     ),
     code(
         'timings = manifest["beyond"]["timings"]\n'
-        "deep_steps = {k: v for k, v in timings.items() if k.startswith(\"deep/\")}\n"
+        'deep_steps = {k: v for k, v in timings.items() if k.startswith("deep/")}\n'
         'total = sum(v["compute_s"] for v in deep_steps.values())\n'
         'peak = max(v["compute_peak_rss_mb"] for v in deep_steps.values())\n'
-        'print(f"top-20 candidates: {manifest[\'beyond\'][\'deep_new_pairs\']:,} new pairs encoded and scored; "\n'
+        "print(f\"top-20 candidates: {manifest['beyond']['deep_new_pairs']:,} new pairs encoded and scored; \"\n"
         '      f"{total / 60:.1f} min of compute on this machine (2 cores), peak {peak / 1024:.1f} GiB")'
     ),
-    md("## Findings\n\nOne line each, computed from the tables above (the closing note of issue 6 repeats them):"),
+    md(
+        "## Findings\n\nOne line each, computed from the tables above (the closing note of issue 6 repeats them):"
+    ),
     code(
         'fit_ece = calib[calib["scaling"] == "fitted T"].set_index("rqa")["ece"]\n'
         't1_ece = calib[calib["scaling"] == "T = 1"].set_index("rqa")["ece"]\n'
@@ -281,10 +283,13 @@ cells = [
         "for r, b in acc_k.loc[acc_k.groupby('reranker')['mean'].idxmax()].set_index('reranker').iterrows():\n"
         "    at20 = shown[(shown.reranker == r) & (shown.depth == 20)].iloc[0]\n"
         "    lines.append(\n"
-        '        f"Depth, {r}: best k = {int(b.depth)} ({100 * b[\'mean\']:.2f}%); k = 20 vs k = 5 {at20.delta:+.2f} "\n'
-        '        f"points (Holm p {at20.p_holm:.3g}); recall@20 {at20[\'recall@k\']:.2f}%."\n'
+        "        f\"Depth, {r}: best k = {int(b.depth)} ({100 * b['mean']:.2f}%); k = 20 vs k = 5 {at20.delta:+.2f} \"\n"
+        "        f\"points (Holm p {at20.p_holm:.3g}); recall@20 {at20['recall@k']:.2f}%.\"\n"
         "    )\n"
         'print("\\n".join(f"- {line}" for line in lines))'
+    ),
+    md(
+        "**Reading.** (1) The RQA temperature is not cosmetic. With the plain softmax (T = 1) the cosine-based systems' P_theta is almost flat over a pool of hundreds of passages, so in the sum P(Excellent) alone decides and accuracy falls to the level of the reranker alone; BM25 and the hybrid, whose fitted temperatures are closer to 1, change far less. The paper's recipe presumes an RQA whose softmax is sharp. (2) Scaling P(Excellent) changes its fit to the annotators (most for `combined`, which its pseudo-labels make over-confident; `vanilla`'s pseudo-rated selection set sharpens it and hurts) but moves no QA accuracy significantly. (3) The accuracy curves are flat around the sum and the best w moves between domains and seeds; chosen out of sample, a tuned w never beats the sum significantly. (4) Reranking deeper raises the ceiling (recall@k) steeply, but not the accuracy: a reranker that barely separates the gold passage among five cannot find it among twenty."
     ),
 ]
 
