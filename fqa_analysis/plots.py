@@ -53,6 +53,7 @@ _SYSTEM_COLORS: dict[str, str] = {
     "feedback_ce_majority": "#999999",
     "vanilla": "#56B4E9",
     "combined": "#009E73",
+    "recall@k (ceiling)": "#000000",
 }
 _SPARE = ("#D55E00", "#CC79A7", "#0072B2", "#009E73", "#E69F00", "#56B4E9", "#000000")
 
