@@ -235,6 +235,14 @@ def reliability_table(confidence: np.ndarray, correct: np.ndarray, bins: int = 1
 
 
 # --------------------------------------------------------------------------- comparisons
+def _seed_mean(outcomes: pd.DataFrame, by: Sequence[str], column: str) -> pd.DataFrame:
+    """Per (``by``, question), ``column`` averaged over seeds; unchanged without a ``seed`` column."""
+    if "seed" not in outcomes.columns:
+        return outcomes
+    keys = list(dict.fromkeys([*by, *QUESTION_KEYS]))  # ``by`` may hold the domain
+    return outcomes.groupby(keys, sort=False)[column].mean().reset_index()
+
+
 def compare_within(
     outcomes: pd.DataFrame,
     group: Sequence[str],
@@ -272,10 +280,7 @@ def compare_within(
         >>> float(r.loc["y", "delta"]), int(r.loc["y", "wins"])
         (0.5, 2)
     """
-    work = outcomes
-    if "seed" in work.columns:
-        keys = list(dict.fromkeys([*group, system, *QUESTION_KEYS]))  # a group may be the domain
-        work = work.groupby(keys, sort=False)[column].mean().reset_index()
+    work = _seed_mean(outcomes, [*group, system], column)
     frames = []
     for values, block in work.groupby(list(group), sort=False):
         wide = paired_outcomes(block, [system], column)  # columns named by str(value)
@@ -379,7 +384,7 @@ def depth_curve(deep: pd.DataFrame, depths: Sequence[int]) -> pd.DataFrame:
         top k: recall@k, what a perfect reranker would reach).
     """
     rated = deep[deep["reranker"] != NO_RERANKER]
-    return depth_sweep(candidate_blocks(rated.drop(columns=["p_rqa_t1"], errors="ignore")), depths)
+    return depth_sweep(candidate_blocks(rated), depths)
 
 
 # --------------------------------------------------------------------------- experiments
@@ -461,10 +466,7 @@ def accuracy_by(
         >>> accuracy_by(out, ["g"], n_resamples=200)[["n", "mean"]].values.tolist()
         [[4.0, 0.75]]
     """
-    work = outcomes
-    if "seed" in work.columns:
-        keys = list(dict.fromkeys([*by, *QUESTION_KEYS]))  # ``by`` may hold the domain
-        work = work.groupby(keys, sort=False)[column].mean().reset_index()
+    work = _seed_mean(outcomes, by, column)
     rows = []
     for values, block in work.groupby(list(by), sort=False):
         strata = (block["domain"].astype(str) + "/" + block["split"].astype(str)).tolist()
@@ -625,6 +627,9 @@ def page_overlap(categorised: pd.DataFrame, splits: Mapping[tuple[str, str], QAS
         ``same_page`` (same ``page_title``).
     """
     gold_ids, picked, gold, same = [], [], [], []
+    positions = {
+        key: {q.question_id: i for i, q in enumerate(split.questions)} for key, split in splits.items()
+    }
     for d, s, q, p in zip(
         categorised["domain"],
         categorised["split"],
@@ -633,14 +638,10 @@ def page_overlap(categorised: pd.DataFrame, splits: Mapping[tuple[str, str], QAS
         strict=True,
     ):
         split = splits[(str(d), str(s))]
-        g = split.questions[_question_index(split)[int(q)]].passage_id
+        g = split.questions[positions[(str(d), str(s))][int(q)]].passage_id
         a, b = split.passages[int(p)], split.passages[g]
         gold_ids.append(g)
         picked.append(" | ".join([a.page_title, *a.section_headers]))
         gold.append(" | ".join([b.page_title, *b.section_headers]))
         same.append(a.page_title == b.page_title)
     return categorised.assign(gold_id=gold_ids, picked=picked, gold=gold, same_page=same)
-
-
-def _question_index(split: QASplit) -> dict[int, int]:
-    return {q.question_id: i for i, q in enumerate(split.questions)}

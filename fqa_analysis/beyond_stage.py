@@ -57,6 +57,7 @@ from fqa_analysis.rerank_stage import (
     train_or_load,
     variant_examples,
 )
+from fqa_analysis.results import load_table
 from fqa_analysis.retrieval import FineTuneConfig, HybridSystem, RQASystem, make_system
 
 __all__ = ["BeyondRunConfig", "run_beyond"]
@@ -233,15 +234,20 @@ def _restored_system(
     return system
 
 
-def _deep_rqa_rows(data_dir: Path, out_dir: Path, depth: int, cache_root: Path) -> pd.DataFrame:
+def _deep_rqa_rows(
+    data_dir: Path, out_dir: Path, depth: int, cache_root: Path
+) -> tuple[pd.DataFrame, dict[tuple[str, str], data.QASplit]]:
     """Top-``depth`` rows of every RQA system (feedback domains), P_theta fitted and at T = 1.
 
     The score matrices come from the rqa stage's cache and the temperatures from its
     ``rqa_temperatures.parquet``, so the first five rows reproduce ``candidates.parquet``.
+
+    Returns:
+        The rows, and the test splits they come from (their pools name the passages).
     """
     entry = _rqa_stage(out_dir)
     systems, subset = list(entry["config"]["systems"]), entry["config"]["subset"]
-    temperatures = pd.read_parquet(out_dir / "rqa_temperatures.parquet").set_index("rqa")["temperature"]
+    temperatures = load_table(out_dir, "rqa_temperatures.parquet").set_index("rqa")["temperature"]
     protocol = data.training_protocol(data_dir)
     splits = {
         (d, s): _subset(data.load_qa_split(data_dir, d, s), subset)
@@ -263,7 +269,7 @@ def _deep_rqa_rows(data_dir: Path, out_dir: Path, depth: int, cache_root: Path) 
             untempered = pool_softmax(scores.astype(np.float64), 1.0)
             rows["p_rqa_t1"] = untempered[np.arange(len(split.questions)).repeat(depth), rows["passage_id"]]
             frames.append(rows)
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True), {(t.domain, t.split): t for t in tests}
 
 
 def _check_against_candidates(deep: pd.DataFrame, candidates: pd.DataFrame, out_dir: Path) -> None:
@@ -289,7 +295,7 @@ def _deep_reranked_rows(
     inputs: RerankInputs,
     states: PairStates,
     config: BeyondRunConfig,
-    data_dir: Path,
+    pools: dict[tuple[str, str], data.QASplit],
     cache_root: Path,
     timings: dict[str, Any],
     from_cache: dict[str, bool],
@@ -300,10 +306,6 @@ def _deep_reranked_rows(
     agree with ``candidates.parquet`` to the bit; only the new pairs are encoded and scored.
     """
     mine = deep[deep["rqa"] == config.rqa].reset_index(drop=True)
-    pools = {
-        (d, s): data.load_qa_split(data_dir, d, s)
-        for d, s in mine[["domain", "split"]].drop_duplicates().values
-    }
     texts = [
         pools[(d, s)].passages[int(p)].text
         for d, s, p in zip(mine["domain"], mine["split"], mine["passage_id"], strict=True)
@@ -350,10 +352,10 @@ def run_beyond(
         inputs, states, config, cache_root, timings, from_cache
     )
     with stage(timings, "deep/rqa"):
-        deep = _deep_rqa_rows(data_dir, out_dir, config.depth, cache_root)
+        deep, pools = _deep_rqa_rows(data_dir, out_dir, config.depth, cache_root)
         _check_against_candidates(deep, inputs.candidates, out_dir)
     reranked, new_pairs = _deep_reranked_rows(
-        deep, inputs, states, config, data_dir, cache_root, timings, from_cache
+        deep, inputs, states, config, pools, cache_root, timings, from_cache
     )
     reranked["p_rqa_t1"] = np.nan  # the RQA's own rows carry it
     deep = pd.concat([deep.astype({c: np.float32 for c in RATING_COLUMNS}), reranked], ignore_index=True)

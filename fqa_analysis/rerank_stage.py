@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +165,7 @@ class RerankInputs:
     sources: dict[str, tuple[list[RatedPair], list[RatedPair]]]
     all_pairs: list[tuple[str, str]]
 
-    @property
+    @cached_property  # read by every scoring call of the beyond stage: sorted once
     def score_ids(self) -> list[str]:
         """The pair ids every trained reranker scores (candidates and feedback_test), sorted."""
         return sorted(set(self.cand_ids) | set(self.test_ids))
