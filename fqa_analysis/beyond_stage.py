@@ -53,6 +53,7 @@ from fqa_analysis.rerank_stage import (
     example_ids,
     rerank_inputs,
     score_cached,
+    stage_model,
     stored_probabilities,
     train_or_load,
     variant_examples,
@@ -102,12 +103,12 @@ def _stage_models(
 ) -> Iterator[tuple[str, int, list[tuple[str, np.ndarray]], dict[str, Any], Path]]:
     """The rerank stage's models, from its cache: ``(variant, seed, selection examples, weights, folder)``."""
     for variant in variants:
-        examples, select = variant_examples(inputs, variant)
+        _, select = variant_examples(inputs, variant)
         for seed in config.rerank.seeds:
             step = f"models/{variant}/seed{seed}"
             with stage(timings, step):
-                weights, _, folder, from_cache[step] = train_or_load(
-                    variant, seed, examples, select, states, config.rerank.model, cache_root
+                weights, _, folder, from_cache[step] = stage_model(
+                    inputs, variant, seed, states, config.rerank, cache_root
                 )
             yield variant, seed, select, weights, folder
 
@@ -343,7 +344,7 @@ def run_beyond(
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
-        inputs = rerank_inputs(data_dir, out_dir, config.rerank)
+        inputs = rerank_inputs(data_dir, out_dir, config.rerank, cache_root)
     with stage(timings, "lower_layers"):  # the rerank stage's cache: the same pairs, the same key
         states = encode_pairs(inputs.all_pairs, config.rerank.model, cache_root)
     from_cache["lower_layers"] = states.from_cache

@@ -21,8 +21,8 @@ from fqa_analysis.datacheck import check_data
 from fqa_analysis.errors import DataError
 from fqa_analysis.explain import GeneratorConfig
 from fqa_analysis.fetch import fetch
-from fqa_analysis.rerank import RerankConfig
-from fqa_analysis.rerank_stage import VARIANTS
+from fqa_analysis.rerank import DEVICES, RerankConfig, resolve_device
+from fqa_analysis.rerank_stage import VARIANTS, RerankRunConfig
 from fqa_analysis.retrieval import SYSTEMS, FineTuneConfig
 
 __all__ = ["main"]
@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         "stage",
         nargs="?",
         default="all",
-        choices=["all", "rqa", "rerank", "explain", "beyond"],
+        choices=list(STAGES),
         help="stage (default: all, in order rqa, rerank, explain, beyond)",
     )
     run_p.add_argument("--data-dir", type=Path, help=dir_help)
@@ -55,29 +55,203 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument(
         "--cache-dir", type=Path, help="model-output cache (default: $FQA_CACHE_DIR or ~/.cache)"
     )
-    run_p.add_argument("--subset", type=int, help="only the first N questions of every split (CI smoke runs)")
-    run_p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated RQA systems")
-    run_p.add_argument("--seed", type=int, default=0, help="training seed")
-    run_p.add_argument("--epochs", type=int, default=FineTuneConfig.epochs, help="fine-tuning epochs")
-    run_p.add_argument("--max-steps", type=int, help="stop every training after N steps (smoke runs)")
-    run_p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated reranker variants")
-    run_p.add_argument("--seeds", default="0,1,2", help="comma-separated reranker training seeds")
+    # Every option is parsed and range-checked here, before any work starts: a bad value ends in
+    # one line naming the option, the value and what is allowed (exit 2), never in a traceback or
+    # half an hour into a run. Defaults are None so that `_pointless` sees what was given.
     run_p.add_argument(
-        "--frozen-layers", type=int, default=RerankConfig.frozen_layers, help="reranker layers run once"
+        "--subset", type=_int_at_least(1), help="only the first N questions of every split (CI smoke runs)"
     )
-    run_p.add_argument("--rerank-epochs", type=int, default=RerankConfig.epochs, help="reranker epochs")
     run_p.add_argument(
-        "--explain-epochs", type=int, default=GeneratorConfig.epochs, help="explanation generator epochs"
+        "--systems",
+        type=_choices(SYSTEMS),
+        help=f"comma-separated RQA systems (default: {','.join(SYSTEMS)})",
+    )
+    run_p.add_argument("--seed", type=_int_at_least(0), help="RQA fine-tuning seed (default: 0)")
+    run_p.add_argument(
+        "--epochs", type=_int_at_least(1), help=f"RQA fine-tuning epochs (default: {FineTuneConfig.epochs})"
+    )
+    run_p.add_argument(
+        "--max-steps", type=_int_at_least(1), help="stop every training after N steps (smoke runs)"
+    )
+    run_p.add_argument(
+        "--variants",
+        type=_choices(tuple(VARIANTS)),
+        help=f"comma-separated reranker variants (default: {','.join(VARIANTS)})",
+    )
+    run_p.add_argument(
+        "--seeds", type=_int_list, help="comma-separated reranker training seeds (default: 0,1,2)"
+    )
+    run_p.add_argument(
+        "--frozen-layers",
+        type=_int_in(0, MINILM_LAYERS),
+        help=f"reranker: lower transformer layers kept frozen, 0..{MINILM_LAYERS} (default: "
+        f"{RerankConfig.frozen_layers}, every layer trained)",
+    )
+    run_p.add_argument(
+        "--rerank-epochs", type=_int_at_least(1), help=f"reranker epochs (default: {RerankConfig.epochs})"
+    )
+    run_p.add_argument(
+        "--max-len",
+        type=_int_in(32, 512),
+        help=f"reranker: tokens of question + passage, 32..512 (default: {RerankConfig.max_len})",
+    )
+    run_p.add_argument(
+        "--negatives",
+        type=_int_in(1, RerankRunConfig.negative_pool),
+        help=f"reranker: pseudo negatives per QA-train question, 1..{RerankRunConfig.negative_pool} "
+        f"(default: {RerankRunConfig.pseudo_negatives})",
+    )
+    run_p.add_argument(
+        "--device",
+        choices=list(DEVICES),
+        help="reranker training and scoring: auto (CUDA where torch sees a GPU), cpu or cuda (default: auto)",
+    )
+    run_p.add_argument(
+        "--explain-epochs",
+        type=_int_at_least(1),
+        help=f"explanation generator epochs (default: {GeneratorConfig.epochs})",
     )
     run_p.add_argument(
         "--fractions",
-        default="0.1,0.25,0.5,1",
-        help="beyond stage: shares of the training feedback for the learning curve",
+        type=_fractions,
+        help="beyond stage: shares in (0, 1] of the training feedback for the learning curve "
+        "(default: 0.1,0.25,0.5,1)",
     )
     run_p.add_argument(
-        "--depth", type=int, default=20, help="beyond stage: candidates kept for the top-k sweep"
+        "--depth",
+        type=_int_in(5, 100),
+        help="beyond stage: candidates kept for the top-k sweep, 5..100 (default: 20)",
     )
     return parser
+
+
+#: The stages of ``fqa run`` and the options each one reads (``all`` reads every option).
+STAGES: dict[str, set[str]] = {
+    "all": set(),
+    "rqa": {"subset", "systems", "seed", "epochs", "max_steps"},
+    "rerank": {
+        "subset",
+        "variants",
+        "seeds",
+        "frozen_layers",
+        "rerank_epochs",
+        "max_len",
+        "negatives",
+        "device",
+        "max_steps",
+    },
+    "explain": {"subset", "explain_epochs", "max_steps"},
+    "beyond": {
+        "subset",
+        "variants",
+        "seeds",
+        "frozen_layers",
+        "rerank_epochs",
+        "max_len",
+        "negatives",
+        "device",
+        "max_steps",
+        "fractions",
+        "depth",
+    },
+}
+STAGES["all"] = set().union(*STAGES.values())
+MINILM_LAYERS = 6
+
+
+def _int_at_least(low: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer (allowed: {low} or more)") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {low} or more)")
+        return value
+
+    return parse
+
+
+def _int_in(low: int, high: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer (allowed: {low}..{high})") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {low}..{high})")
+        return value
+
+    return parse
+
+
+def _items(text: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"{text!r} names nothing (give a comma-separated list)")
+    if len(set(items)) < len(items):
+        raise argparse.ArgumentTypeError(f"{text!r} repeats an item")
+    return items
+
+
+def _choices(allowed: tuple[str, ...]) -> Any:
+    def parse(text: str) -> tuple[str, ...]:
+        items = _items(text)
+        bad = [i for i in items if i not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(f"unknown {', '.join(bad)} (allowed: {', '.join(allowed)})")
+        return tuple(items)
+
+    return parse
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    """Comma-separated integers >= 0, e.g. ``0,1,2``."""
+    try:
+        values = tuple(int(i) for i in _items(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of integers >= 0 (e.g. 0,1,2)"
+        ) from None
+    if any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} has a negative seed (allowed: integers >= 0)")
+    return values
+
+
+def _fractions(text: str) -> tuple[float, ...]:
+    """Comma-separated shares in (0, 1], e.g. ``0.1,0.5,1``."""
+    try:
+        values = tuple(float(i) for i in _items(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of numbers such as 0.1,0.5,1") from None
+    if not all(0 < v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r} has a share outside (0, 1]")
+    return values
+
+
+def _pointless(args: argparse.Namespace) -> list[str]:
+    """Options that were given but would have no effect on what this run computes.
+
+    They are refused (a user who passes ``--fractions`` to the rqa stage expects it to matter).
+    """
+    notes = []
+    reads = STAGES[args.stage]
+    for name in sorted(STAGES["all"] - reads):
+        if getattr(args, name) is not None:
+            users = [s for s in STAGES if s != "all" and name in STAGES[s]]
+            notes.append(
+                f"--{name.replace('_', '-')} is read by stage {' / '.join(users)} only; "
+                f"it has no effect on `fqa run {args.stage}`"
+            )
+    systems = args.systems or SYSTEMS
+    if args.stage in ("all", "rqa") and not {"minilm_ft", "hybrid"} & set(systems):
+        for name in ("epochs", "seed"):
+            if getattr(args, name) is not None:
+                notes.append(
+                    f"--{name} sets the fine-tuning of minilm_ft / hybrid, which --systems "
+                    f"{','.join(systems)} does not include: it has no effect"
+                )
+    return notes
 
 
 def _fetch_dest(arg: Path | None) -> Path:
@@ -121,47 +295,62 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from fqa_analysis.pipeline import RQARunConfig, run_rqa
 
+    try:
+        device = resolve_device(args.device or "auto")
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    pointless = _pointless(args)
+    for note in pointless:
+        print(f"error: {note}; leave it out", file=sys.stderr)
+    if pointless:
+        return 2
     data_dir = data.resolve_data_dir(args.data_dir)
-    systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
-    unknown = [s for s in systems if s not in SYSTEMS]
-    if unknown:
-        print(f"error: unknown system(s) {unknown}; choose from {', '.join(SYSTEMS)}", file=sys.stderr)
-        return 2
+    systems = args.systems or SYSTEMS
     if args.stage in ("all", "rqa"):
-        finetune = FineTuneConfig(epochs=args.epochs, seed=args.seed, max_steps=args.max_steps)
-        config = RQARunConfig(systems=systems, subset=args.subset, seed=args.seed, finetune=finetune)
+        seed = 0 if args.seed is None else args.seed
+        finetune = FineTuneConfig(
+            epochs=args.epochs or FineTuneConfig.epochs, seed=seed, max_steps=args.max_steps
+        )
+        config = RQARunConfig(systems=systems, subset=args.subset, seed=seed, finetune=finetune)
         _report(run_rqa(data_dir, args.out, config, args.cache_dir))
-    from fqa_analysis.rerank_stage import RerankRunConfig, run_rerank
+    from fqa_analysis.rerank_stage import run_rerank
 
-    variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
-    bad = [v for v in variants if v not in VARIANTS]
-    if bad:
-        print(f"error: unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
-        return 2
+    defaults = RerankConfig()
     model = RerankConfig(
-        frozen_layers=args.frozen_layers, epochs=args.rerank_epochs, max_steps=args.max_steps
+        frozen_layers=defaults.frozen_layers if args.frozen_layers is None else args.frozen_layers,
+        epochs=args.rerank_epochs or defaults.epochs,
+        max_len=args.max_len or defaults.max_len,
+        max_steps=args.max_steps,
+        device=device,
     )
-    seeds = tuple(int(s) for s in args.seeds.split(","))
-    rerank = RerankRunConfig(variants=variants, seeds=seeds, model=model, subset=args.subset)
+    seeds = args.seeds or RerankRunConfig.seeds
+    rerank = RerankRunConfig(
+        variants=args.variants or tuple(VARIANTS),
+        seeds=seeds,
+        model=model,
+        subset=args.subset,
+        pseudo_negatives=args.negatives or RerankRunConfig.pseudo_negatives,
+    )
     if args.stage in ("all", "rerank"):
         _report(run_rerank(data_dir, args.out, rerank, args.cache_dir))
     if args.stage in ("all", "explain"):
         from fqa_analysis.explain_stage import ExplainRunConfig, run_explain
 
-        generator = GeneratorConfig(epochs=args.explain_epochs, max_steps=args.max_steps)
+        generator = GeneratorConfig(
+            epochs=args.explain_epochs or GeneratorConfig.epochs, max_steps=args.max_steps
+        )
         explain = ExplainRunConfig(generator=generator, subset=args.subset)
         _report(run_explain(data_dir, args.out, explain, args.cache_dir))
     if args.stage in ("all", "beyond"):
         from fqa_analysis.beyond_stage import BeyondRunConfig, run_beyond
 
-        try:
-            fractions = tuple(float(f) for f in args.fractions.split(","))
-        except ValueError:
-            print(
-                f"error: --fractions takes numbers such as 0.1,0.5,1; got {args.fractions!r}", file=sys.stderr
-            )
-            return 2
-        beyond = BeyondRunConfig(rerank=rerank, fractions=fractions, seeds=seeds, depth=args.depth)
+        beyond = BeyondRunConfig(
+            rerank=rerank,
+            fractions=args.fractions or BeyondRunConfig.fractions,
+            seeds=seeds,
+            depth=args.depth or BeyondRunConfig.depth,
+        )
         _report(run_beyond(data_dir, args.out, beyond, args.cache_dir))
     return 0
 

@@ -8,7 +8,8 @@
   one-hot example per annotator rating; ``ce_majority`` = the one-hot majority label (ties to the
   lower rating, :func:`fqa_analysis.ratings.majority_label`).
 * Pseudo-ratings for the vanilla reranker (no feedback): from the QA train sets, the gold passage
-  is rated Excellent and the RQA's top non-gold candidates Bad.
+  is rated Excellent and negatives drawn from an RQA's top non-gold candidates Bad
+  (:func:`draw_negatives`).
 
 Example:
     >>> item = RatedPair("WHO", "q", "a", ("Excellent", "Acceptable"), "feedback")
@@ -35,6 +36,7 @@ __all__ = [
     "FeedbackExperiment",
     "Loss",
     "RatedPair",
+    "draw_negatives",
     "feedback_experiments",
     "feedback_item_sets",
     "feedback_training_sets",
@@ -158,6 +160,39 @@ def pseudo_rated_pairs(
                 for pid in bad
             ]
     return pairs
+
+
+def draw_negatives(ranked: Sequence[int], gold: int, pool: int, n: int, seed: Sequence[int]) -> list[int]:
+    """``n`` negatives drawn without replacement from the top ``pool`` non-gold of an RQA ranking.
+
+    Why a draw and not simply the top ``n``: the RQA's very first non-gold candidates of a FAQ
+    collection are often near-duplicates of the gold (another section of the same page); drawing
+    from a wider pool of hard candidates gives the reranker varied, still hard, contrasts.
+
+    Args:
+        ranked: Passage ids, best first (at least ``pool + 1`` of them when the pool allows).
+        gold: The gold passage id (skipped wherever it is ranked).
+        pool: How many of the top non-gold candidates to draw from.
+        n: Negatives to draw (all of the pool when it has fewer).
+        seed: Seed of this question's draw (e.g. ``[seed, question index]``), so the draw does not
+            depend on which other questions are in the set.
+
+    Returns:
+        The drawn passage ids, in ranking order.
+
+    Example:
+        >>> draw_negatives([7, 3, 5, 9], gold=3, pool=3, n=3, seed=[0])
+        [7, 5, 9]
+        >>> len(draw_negatives(list(range(20)), gold=0, pool=10, n=3, seed=[0, 1]))
+        3
+    """
+    if n < 1 or pool < n:
+        raise ValueError(f"need 1 <= n <= pool, got n={n}, pool={pool}")
+    candidates = [pid for pid in ranked if pid != gold][:pool]
+    if len(candidates) <= n:
+        return candidates
+    picked = np.random.default_rng(list(seed)).choice(len(candidates), size=n, replace=False)
+    return [candidates[i] for i in sorted(int(i) for i in picked)]
 
 
 def training_examples(pairs: Sequence[RatedPair], loss: str) -> list[tuple[str, str, np.ndarray]]:

@@ -10,14 +10,17 @@ never retrained per RQA. Outputs (appended to ``results/``):
 * ``manifest.json``: stage ``rerank`` with configs, per-step wall time and memory.
 
 Variants: ``feedback_kl``, ``feedback_ce_annotator``, ``feedback_ce_majority`` (feedback only,
-three losses); ``vanilla`` (pseudo-ratings from the QA train sets, no feedback: gold passage
-Excellent, BM25's top non-gold passage Bad); ``combined`` (pseudo-ratings + feedback, KL).
+three losses); ``vanilla`` (pseudo-ratings from the feedback domains' QA train sets, no feedback:
+gold passage Excellent, three of zero-shot MiniLM's top-10 non-gold passages Bad); ``combined``
+(pseudo-ratings + feedback, KL; by default the same seed's ``vanilla`` model continued on the
+feedback with as many replayed pseudo pairs).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,13 @@ import numpy as np
 import pandas as pd
 
 from fqa_analysis import data
-from fqa_analysis.cache import atomic_write_npy, atomic_write_parquet, content_key, default_cache_root
+from fqa_analysis.cache import (
+    atomic_write_json,
+    atomic_write_npy,
+    atomic_write_parquet,
+    content_key,
+    default_cache_root,
+)
 from fqa_analysis.calibration import top_k
 from fqa_analysis.candidates import RATING_COLUMNS
 from fqa_analysis.pipeline import _add_compute_times, _update_manifest, provenance, write_candidates
@@ -41,18 +50,25 @@ from fqa_analysis.rerank import (
     predict,
     train_reranker,
 )
-from fqa_analysis.rerank_data import RatedPair, feedback_training_sets, pseudo_rated_pairs, training_examples
+from fqa_analysis.rerank_data import (
+    RatedPair,
+    draw_negatives,
+    feedback_training_sets,
+    pseudo_rated_pairs,
+    training_examples,
+)
 from fqa_analysis.results import load_candidates
-from fqa_analysis.retrieval import BM25System
 
 __all__ = [
     "VARIANTS",
     "RerankInputs",
     "RerankRunConfig",
     "example_ids",
+    "replay_sample",
     "rerank_inputs",
     "run_rerank",
     "score_cached",
+    "stage_model",
     "stored_probabilities",
     "train_or_load",
     "variant_examples",
@@ -77,8 +93,21 @@ class RerankRunConfig:
         seeds: Training seeds of every variant.
         model: Cross-encoder settings.
         subset: First N questions of every test split and N items of every feedback split (CI).
-        pseudo_questions: QA-train questions (all domains, seeded draw) that give pseudo-ratings.
-        pseudo_negatives: Bad pseudo-examples per question (BM25's top non-gold passages).
+        pseudo_questions: QA-train questions of the feedback domains that give pseudo-ratings (a
+            seeded draw); None takes all of them (4,407).
+        pseudo_negatives: Bad pseudo-examples per question, drawn from ``negative_pool``.
+        pseudo_epochs: Epochs of ``vanilla`` on the pseudo pairs (17,628 pairs an epoch, the
+            stage's dearest step: nine minutes on two cores); the feedback variants and the
+            continuation of ``combined`` train ``model.epochs``.
+        negative_pool: How many of the negative source's top non-gold candidates they are drawn from.
+        negative_source: RQA system whose ranking gives the negatives (one for every variant and
+            seed, so no reranker depends on the RQA it rescores).
+        combined_from_vanilla: Train ``combined`` as a continuation of the same seed's ``vanilla``
+            model on the feedback plus as many replayed pseudo pairs (instead of from scratch on
+            both): the pseudo epoch is the stage's dearest step and is then paid once per seed.
+        score_domains: Domains whose test candidates every reranker rescores. Quebec has no
+            feedback and the chapters' overall leaves it out, as the paper does; its rows would
+            double the scoring time.
         holdout: Held-out share of questions for model selection (``available`` protocol).
     """
 
@@ -86,33 +115,90 @@ class RerankRunConfig:
     seeds: tuple[int, ...] = (0, 1, 2)
     model: RerankConfig = field(default_factory=RerankConfig)
     subset: int | None = None
-    pseudo_questions: int = 2000
-    pseudo_negatives: int = 1
+    pseudo_questions: int | None = None
+    pseudo_negatives: int = 3
+    pseudo_epochs: int = 1
+    negative_pool: int = 10
+    negative_source: str = "minilm"
+    combined_from_vanilla: bool = True
+    score_domains: tuple[str, ...] = data.FEEDBACK_DOMAINS
     holdout: float = 0.2
 
 
-def _pseudo_pairs(data_dir: Path, config: RerankRunConfig) -> tuple[list[RatedPair], list[RatedPair]]:
-    """Pseudo-rated (fit, select) pairs from a seeded draw of QA-train questions (BM25 negatives)."""
-    splits = [data.load_qa_split(data_dir, d, "train") for d in data.DOMAINS]
-    rng = np.random.default_rng(0)
-    everyone = [(s.domain, q.question_id) for s in splits for q in s.questions]
-    n = min(config.pseudo_questions if config.subset is None else config.subset * 2, len(everyone))
-    chosen = {everyone[int(i)] for i in rng.choice(len(everyone), size=n, replace=False)}
-    kept = []
-    negatives: dict[tuple[str, int], Sequence[int]] = {}
-    bm25 = BM25System()
-    for s in splits:
-        qs = [q for q in s.questions if (s.domain, q.question_id) in chosen]
-        if not qs:
-            continue
-        scores = bm25.score([q.question for q in qs], s.passage_texts)
-        ranked = top_k(scores, config.pseudo_negatives + 1)
-        negatives.update(
-            {(s.domain, q.question_id): list(map(int, r)) for q, r in zip(qs, ranked, strict=True)}
+#: Version of the pseudo-pair negatives' cache.
+NEGATIVES_VERSION = "negatives-1"
+
+
+def _ranked_negatives(
+    splits: Sequence[data.QASplit], config: RerankRunConfig, cache_root: Path
+) -> dict[str, list[list[int]]]:
+    """Each split's top ``negative_pool + 1`` passages per question from the negative source (cached).
+
+    The source encodes every pool passage once (about two minutes for zero-shot MiniLM on two
+    cores), so its rankings are cached under the content of the questions, the pools and the
+    source's settings.
+    """
+    from fqa_analysis.retrieval import make_system
+
+    system = make_system(config.negative_source)
+    texts = {s.domain: ([q.question for q in s.questions], list(s.passage_texts)) for s in splits}
+    key = content_key(NEGATIVES_VERSION, system.fingerprint(), config.negative_pool, texts)
+    path = cache_root / "pseudo_negatives" / f"{key}.json"
+    if path.exists():
+        cached: dict[str, list[list[int]]] = json.loads(path.read_text())
+        return cached
+    if config.negative_source in ("minilm_ft", "hybrid"):
+        raise ValueError(
+            f"negative_source {config.negative_source!r} needs its fine-tuned weights; "
+            "use 'minilm' or 'bm25', or fit the system first"
         )
-        kept.append(data.QASplit(s.domain, s.split, s.path, tuple(qs), s.passages))
-    pairs = pseudo_rated_pairs(kept, negatives, config.pseudo_negatives)
-    held = {q for q in sorted({p.question for p in pairs}) if int(pair_id(q, "")[:8], 16) % 10 == 0}
+    ranked = {
+        domain: top_k(system.score(questions, passages), config.negative_pool + 1).tolist()
+        for domain, (questions, passages) in texts.items()
+    }
+    atomic_write_json(path, ranked)
+    return ranked
+
+
+def _pseudo_pairs(
+    data_dir: Path, config: RerankRunConfig, cache_root: Path
+) -> tuple[list[RatedPair], list[RatedPair]]:
+    """Pseudo-rated (fit, select) pairs from the feedback domains' QA-train questions.
+
+    Gold = Excellent; ``pseudo_negatives`` drawn from the negative source's top ``negative_pool``
+    non-gold = Bad. One question in ten (by a hash of its text) is held out for model selection.
+    """
+    splits = [data.load_qa_split(data_dir, d, "train") for d in data.FEEDBACK_DOMAINS]
+    everyone = [(s.domain, q.question_id) for s in splits for q in s.questions]
+    n = len(everyone) if config.pseudo_questions is None else config.pseudo_questions
+    if config.subset is not None:
+        n = config.subset * 2
+    n = min(n, len(everyone))
+    if n < len(everyone):
+        rng = np.random.default_rng(0)
+        chosen = {everyone[int(i)] for i in rng.choice(len(everyone), size=n, replace=False)}
+        splits = [
+            data.QASplit(
+                s.domain,
+                s.split,
+                s.path,
+                tuple(q for q in s.questions if (s.domain, q.question_id) in chosen),
+                s.passages,
+            )
+            for s in splits
+        ]
+    ranked = _ranked_negatives(splits, config, cache_root)
+    negatives: dict[tuple[str, int], Sequence[int]] = {}
+    for d, s in enumerate(splits):
+        for i, q in enumerate(s.questions):
+            negatives[(s.domain, q.question_id)] = draw_negatives(
+                ranked[s.domain][i], q.passage_id, config.negative_pool, config.pseudo_negatives, [d, i]
+            )
+    pairs = pseudo_rated_pairs(splits, negatives, config.pseudo_negatives)
+    by_hash = sorted({p.question for p in pairs}, key=lambda q: pair_id(q, ""))
+    held = {q for q in by_hash if int(pair_id(q, "")[:8], 16) % 10 == 0}
+    if not held and len(by_hash) >= 2:  # a small (smoke) draw still gets a selection set
+        held = {by_hash[0]}
     return [p for p in pairs if p.question not in held], [p for p in pairs if p.question in held]
 
 
@@ -171,14 +257,36 @@ class RerankInputs:
         return sorted(set(self.cand_ids) | set(self.test_ids))
 
 
-def rerank_inputs(data_dir: Path, out_dir: Path, config: RerankRunConfig) -> RerankInputs:
-    """Load the training sources, the rqa stage's candidates and the test items (no model)."""
+def replay_sample(pseudo: Sequence[RatedPair], n: int, seed: int = 0) -> list[RatedPair]:
+    """A seeded draw of ``n`` pseudo pairs (order kept), replayed beside the feedback of ``combined``.
+
+    Example:
+        >>> ps = [RatedPair("A", f"q{i}", "p", ("Bad",), "pseudo") for i in range(5)]
+        >>> len(replay_sample(ps, 2)), replay_sample(ps, 9) == ps
+        (2, True)
+    """
+    if n >= len(pseudo):
+        return list(pseudo)
+    kept = set(np.random.default_rng([seed, 31]).choice(len(pseudo), size=n, replace=False).tolist())
+    return [p for i, p in enumerate(pseudo) if i in kept]
+
+
+def rerank_inputs(
+    data_dir: Path, out_dir: Path, config: RerankRunConfig, cache_root: Path | None = None
+) -> RerankInputs:
+    """Load the training sources, the rqa stage's candidates and the test items.
+
+    No reranker is loaded; the pseudo pairs' negatives come from the negative source's cached
+    rankings (computed once, with the source's model, when not cached).
+    """
     protocol = data.training_protocol(data_dir)
     candidates = load_candidates(out_dir)  # the rqa stage's output, contract-checked
     fb = data.all_feedback(data_dir, config.subset)
     fb_fit, fb_select = feedback_training_sets(protocol, fb["train"], fb["valid"], config.holdout)
-    ps_fit, ps_select = _pseudo_pairs(data_dir, config)
-    rqa_rows = candidates[candidates["reranker"] == "none"].reset_index(drop=True)
+    ps_fit, ps_select = _pseudo_pairs(data_dir, config, cache_root or default_cache_root())
+    rqa_rows = candidates[
+        (candidates["reranker"] == "none") & candidates["domain"].isin(config.score_domains)
+    ].reset_index(drop=True)
     pools = {(d, s): data.load_qa_split(data_dir, d, s) for d in data.DOMAINS for s in data.test_splits(d)}
     cand_text = [
         pools[(d, s)].passages[int(pid)].text
@@ -189,7 +297,12 @@ def rerank_inputs(data_dir: Path, out_dir: Path, config: RerankRunConfig) -> Rer
     sources = {
         "feedback": (fb_fit, fb_select),
         "pseudo": (ps_fit, ps_select),
-        "both": (ps_fit + fb_fit, fb_select),
+        # Continued from vanilla: the feedback and as many replayed pseudo pairs; from scratch: all.
+        "both": (
+            (replay_sample(ps_fit, len(fb_fit)) + fb_fit, fb_select)
+            if config.combined_from_vanilla
+            else (ps_fit + fb_fit, fb_select)
+        ),
     }
     all_pairs = [(p.question, p.passage_text) for f, s in sources.values() for p in f + s]
     all_pairs += list(zip(rqa_rows["question"], cand_text, strict=True))
@@ -223,11 +336,14 @@ def train_or_load(
     states: PairStates,
     model: RerankConfig,
     cache_root: Path,
+    init: tuple[Path, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], Path, bool]:
     """Train one reranker, or load it when one with the same content key was trained before.
 
-    The key covers the code version, the model settings, ``name``, the seed and every training
-    and selection example, so two runs that train on the same data share one model.
+    The key covers the code version, the model settings, ``name``, the seed, every training
+    and selection example and the model it continues from (``init``: that model's cache folder,
+    itself a content key, and its weights), so two runs that train on the same data share one
+    model.
 
     Returns:
         ``(weights, history, cache folder, from_cache)``.
@@ -241,18 +357,48 @@ def train_or_load(
         seed,
         [(i, t.tolist()) for i, t in examples],
         [(i, t.tolist()) for i, t in select],
+        *([] if init is None else [("init", init[0].name)]),
     )
     folder = cache_root / "rerankers" / key
     if (folder / "weights.pt").exists():
         weights = torch.load(folder / "weights.pt", weights_only=False)
         history = torch.load(folder / "history.pt", weights_only=False)
         return weights, history, folder, True
-    weights, history = train_reranker(examples, select, states, model, seed)
+    weights, history = train_reranker(
+        examples, select, states, model, seed, init=None if init is None else init[1]
+    )
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(history, folder / "history.pt")
     torch.save(weights, folder / "weights.tmp")
     (folder / "weights.tmp").replace(folder / "weights.pt")  # written last: marks the model done
     return weights, history, folder, False
+
+
+def stage_model(
+    inputs: RerankInputs,
+    variant: str,
+    seed: int,
+    states: PairStates,
+    config: RerankRunConfig,
+    cache_root: Path,
+) -> tuple[dict[str, Any], dict[str, Any], Path, bool]:
+    """Train or load one variant x seed of the stage, warm-starting ``combined`` from ``vanilla``.
+
+    With ``combined_from_vanilla`` the same seed's ``vanilla`` model is trained (or loaded) first
+    and ``combined`` continues from its weights.
+
+    Returns:
+        As :func:`train_or_load`.
+    """
+    examples, select = variant_examples(inputs, variant)
+    if variant == "vanilla":
+        model = replace(config.model, epochs=config.pseudo_epochs)
+        return train_or_load(variant, seed, examples, select, states, model, cache_root)
+    init = None
+    if variant == "combined" and config.combined_from_vanilla:
+        v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", seed, states, config, cache_root)
+        init = (v_folder, v_weights)
+    return train_or_load(variant, seed, examples, select, states, config.model, cache_root, init)
 
 
 def score_cached(
@@ -301,7 +447,7 @@ def run_rerank(
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
-        inputs = rerank_inputs(data_dir, out_dir, config)
+        inputs = rerank_inputs(data_dir, out_dir, config, cache_root)
     protocol, candidates, rqa_rows = inputs.protocol, inputs.candidates, inputs.rqa_rows
     cand_ids, test_items, test_ids, sources = (
         inputs.cand_ids,
@@ -316,11 +462,10 @@ def run_rerank(
     position = {pid: i for i, pid in enumerate(score_ids)}
     new_rows, prediction_rows, histories = [], [], {}
     for variant in config.variants:
-        examples, select = variant_examples(inputs, variant)
         for seed in config.seeds:
             with stage(timings, f"{variant}/seed{seed}/train"):
-                weights, history, folder, cached = train_or_load(
-                    variant, seed, examples, select, states, config.model, cache_root
+                weights, history, folder, cached = stage_model(
+                    inputs, variant, seed, states, config, cache_root
                 )
             from_cache[f"{variant}/seed{seed}/train"] = cached
             histories[f"{variant}/seed{seed}"] = history

@@ -341,3 +341,27 @@ def test_reranker_inference_is_deterministic_and_independent_of_the_batch(tmp_pa
     again = _predict(top, ["short"], states, config)
     np.testing.assert_allclose(alone, padded, atol=1e-5)
     np.testing.assert_array_equal(alone, again)
+
+
+def test_a_warm_start_continues_from_the_given_weights(tmp_path: Path) -> None:
+    """`combined` continues from `vanilla`: with lr 0, training from init leaves init's predictions."""
+    from fqa_analysis.rerank import RerankConfig, _Top, predict, train_reranker
+
+    rng = np.random.default_rng(1)
+    hidden = rng.normal(size=(3, 6, 384)).astype(np.float16)
+    np.save(tmp_path / "hidden_0.npy", hidden)
+    np.save(tmp_path / "lengths_0.npy", np.array([6, 5, 4], dtype=np.int32))
+    states = PairStates(tmp_path, {"a": (0, 0), "b": (0, 1), "c": (0, 2)}, 1)
+    examples = [("a", np.array([0.0, 0.0, 0.0, 1.0])), ("b", np.array([1.0, 0.0, 0.0, 0.0]))]
+    select = [("c", np.array([0.0, 0.0, 1.0, 0.0]))]
+    config = RerankConfig(frozen_layers=5, epochs=1, bf16=False)
+    other = _Top(config, seed=7)  # "vanilla": another initialisation of the head
+    init = {k: v.detach().clone() for k, v in other.modules.state_dict().items()}
+    frozen = RerankConfig(frozen_layers=5, epochs=1, bf16=False, lr=0.0)
+    warm, _ = train_reranker(examples, select, states, frozen, seed=0, init=init)
+    cold, _ = train_reranker(examples, select, states, frozen, seed=0)
+    ids = ["a", "b", "c"]
+    np.testing.assert_allclose(
+        predict(warm, ids, states, config), predict(init, ids, states, config), atol=1e-6
+    )
+    assert not np.allclose(predict(cold, ids, states, config), predict(init, ids, states, config), atol=1e-3)

@@ -56,3 +56,28 @@ def test_majority_tie_goes_to_the_lower_rating() -> None:
     assert example[2].tolist() == [1.0, 0.0, 0.0, 0.0]
     with pytest.raises(ValueError, match="unknown loss"):
         training_examples([pair], "mse")
+
+
+def test_negatives_are_drawn_from_the_top_non_gold_only() -> None:
+    from fqa_analysis.rerank_data import draw_negatives
+
+    ranked = [4, 9, 2, 7, 1, 3, 8]  # gold 9 is second
+    for seed in range(20):
+        drawn = draw_negatives(ranked, gold=9, pool=4, n=2, seed=[seed])
+        assert len(drawn) == 2 and set(drawn) <= {4, 2, 7, 1}  # the top 4 non-gold
+        assert drawn == [pid for pid in ranked if pid in drawn]  # kept in ranking order
+    assert draw_negatives(ranked, 9, 4, 2, [3]) == draw_negatives(ranked, 9, 4, 2, [3])  # seeded
+    draws = {tuple(draw_negatives(ranked, 9, 4, 2, [s])) for s in range(20)}
+    assert len(draws) > 1  # a draw, not always the first two
+    assert draw_negatives([5, 6], gold=5, pool=3, n=3, seed=[0]) == [6]  # a small pool gives what it has
+    with pytest.raises(ValueError, match="need 1 <= n <= pool"):
+        draw_negatives(ranked, 9, pool=2, n=3, seed=[0])
+
+
+def test_replay_sample_is_a_seeded_subset_in_order() -> None:
+    from fqa_analysis.rerank_stage import replay_sample
+
+    pairs = [RatedPair("A", f"q{i}", "p", ("Bad",), "pseudo") for i in range(10)]
+    out = replay_sample(pairs, 4, seed=1)
+    assert len(out) == 4 and out == [p for p in pairs if p in out]
+    assert out == replay_sample(pairs, 4, seed=1)

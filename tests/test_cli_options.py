@@ -1,0 +1,92 @@
+"""`fqa run` checks every option before any work starts: one line naming option, value, allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fqa_analysis.cli import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["rerank", "--seeds", "x"], "argument --seeds: 'x' is not a comma-separated list of integers"),
+        (["rerank", "--seeds", "0,-1"], "has a negative seed"),
+        (["rerank", "--seeds", "0,0"], "repeats an item"),
+        (["rerank", "--frozen-layers", "9"], "argument --frozen-layers: 9 is out of range (allowed: 0..6)"),
+        (
+            ["rerank", "--rerank-epochs", "0"],
+            "argument --rerank-epochs: 0 is out of range (allowed: 1 or more)",
+        ),
+        (["rerank", "--variants", "vanila"], "argument --variants: unknown vanila (allowed: feedback_kl"),
+        (["rerank", "--negatives", "11"], "argument --negatives: 11 is out of range (allowed: 1..10)"),
+        (["rerank", "--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
+        (["rqa", "--systems", "bm25,bert"], "argument --systems: unknown bert (allowed: bm25, minilm"),
+        (["rqa", "--subset", "0"], "argument --subset: 0 is out of range"),
+        (["beyond", "--fractions", "0.5,2"], "argument --fractions: '0.5,2' has a share outside (0, 1]"),
+        (["beyond", "--fractions", "half"], "is not a list of numbers"),
+        (["beyond", "--depth", "3"], "argument --depth: 3 is out of range (allowed: 5..100)"),
+        (["explain", "--max-steps", "two"], "argument --max-steps: 'two' is not an integer"),
+    ],
+)
+def test_a_bad_value_is_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["run", *argv])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["rqa", "--fractions", "0.5"],
+            "--fractions is read by stage beyond only; it has no effect on `fqa run rqa`",
+        ),
+        (["rerank", "--explain-epochs", "3"], "--explain-epochs is read by stage explain only"),
+        (["explain", "--seeds", "0"], "--seeds is read by stage rerank / beyond only"),
+        (
+            ["rqa", "--systems", "bm25,minilm", "--epochs", "2"],
+            "--epochs sets the fine-tuning of minilm_ft / hybrid",
+        ),
+    ],
+)
+def test_a_valid_but_pointless_option_is_refused_before_any_work(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # --data-dir points nowhere: the refusal must come before the data (or anything) is touched.
+    code = main(["run", *argv, "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cuda_without_a_gpu_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    code = main(["run", "rerank", "--device", "cuda", "--data-dir", str(tmp_path)])
+    assert code == 2
+    assert "--device cuda: torch sees no CUDA GPU" in capsys.readouterr().err
+
+
+def test_auto_resolves_to_what_torch_sees(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from fqa_analysis.rerank import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert resolve_device("auto") == "cuda"
+    assert resolve_device("cpu") == "cpu"
+    with pytest.raises(ValueError, match="unknown device 'gpu'"):
+        resolve_device("gpu")
