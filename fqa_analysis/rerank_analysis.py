@@ -8,6 +8,8 @@ and the tests check them on tiny hand-made tables.
 * :func:`seed_table`: accuracy per test set and overall (micro, macro), mean and sd over seeds.
 * :func:`compare_to_baseline`: paired bootstrap of every reranker against the RQA alone, on
   seed-averaged per-question outcomes, Holm-corrected within each RQA system.
+* :func:`reranker_quality`: per trained model, how well P(Excellent) tells the gold passage from
+  the RQA's other candidates (AUC), and what it picks alone and added to P_theta.
 * :func:`score_ablation`: P(Excellent) against E[y]/3 for every (RQA, reranker), Holm over all.
 * :func:`rating_quality_table` / :func:`per_item_rating_scores`: how well each reranker's
   P_phi matches the three annotators of feedback_test, on all items and by agreement.
@@ -40,6 +42,7 @@ __all__ = [
     "join_annotators",
     "per_item_rating_scores",
     "rating_quality_table",
+    "reranker_quality",
     "score_ablation",
     "score_outcomes",
     "score_separation",
@@ -238,6 +241,62 @@ def score_separation(
                 "spread_p_rqa": float(spread["p"].mean()),
                 "spread_p_excellent": float(spread["pe"].mean()),
                 "spread_expected_rating": float(spread["er"].mean()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def reranker_quality(
+    candidates: pd.DataFrame, rqa: str = "hybrid", overall_domains: Sequence[str] = FEEDBACK_DOMAINS
+) -> pd.DataFrame:
+    """Per reranker and seed, on one RQA system's top-k of the overall questions.
+
+    * ``auc``: ROC AUC of P(Excellent), gold vs the other candidates of the top k (pooled over
+      questions; questions without the gold in the top k contribute negatives only);
+    * ``alone``: accuracy@1 of the reranker alone, argmax P(Excellent) (ties to the better RQA rank);
+    * ``reranked``: accuracy@1 of the paper's S = P_theta + P(Excellent);
+    * ``rqa_alone`` and ``random_in_topk`` (recall@k / k): the two references.
+
+    Accuracies are micro over the overall questions (every question of a domain without its gold
+    in the top k counts as wrong).
+
+    Returns:
+        ``reranker, seed, auc, alone, reranked, rqa_alone, random_in_topk``, one row per model.
+
+    Example:
+        >>> rows = pd.DataFrame({"protocol": "p", "rqa": "h", "seed": 0, "domain": "A", "split": "test",
+        ...     "question_id": [0, 0, 1, 1], "passage_id": [1, 2, 1, 2], "rqa_rank": [1, 2, 1, 2],
+        ...     "p_rqa": [0.6, 0.4, 0.7, 0.3], "is_gold": [False, True, True, False],
+        ...     "reranker": "x", "p_bad": [0.8, 0.1, 0.5, 0.6], "p_could_be_improved": 0.0,
+        ...     "p_acceptable": 0.0, "p_excellent": [0.2, 0.9, 0.5, 0.4]})
+        >>> none = rows.assign(reranker="none", p_bad=np.nan, p_excellent=np.nan)
+        >>> q = reranker_quality(pd.concat([none, rows]), "h", ["A"]).iloc[0]
+        >>> float(q.auc), float(q.alone), float(q.reranked), float(q.rqa_alone), float(q.random_in_topk)
+        (1.0, 1.0, 1.0, 0.5, 0.5)
+    """
+    mine = candidates[(candidates["rqa"] == rqa) & candidates["domain"].isin(list(overall_domains))]
+    if mine.empty:
+        raise ValueError(f"no candidate rows of RQA system {rqa!r} in the overall domains")
+    none = mine[mine["reranker"] == "none"]
+    base = select_top1(none, none["p_rqa"].astype(float))
+    rqa_alone = float(base["correct"].mean())
+    random_pick = float(base["gold_in_topk"].mean()) / float(mine["rqa_rank"].max())
+    rated = mine[mine["reranker"] != "none"]
+    alone = select_top1(rated, p_excellent_score(rated))
+    reranked = score_outcomes(rated)
+    rows = []
+    for (reranker, seed), block in rated.groupby(["reranker", "seed"], sort=False):
+        pick = (alone["reranker"] == reranker) & (alone["seed"] == seed)
+        both = (reranked["reranker"] == reranker) & (reranked["seed"] == seed)
+        rows.append(
+            {
+                "reranker": reranker,
+                "seed": int(block["seed"].iloc[0]),
+                "auc": auc(block["p_excellent"].to_numpy(dtype=float), block["is_gold"].to_numpy(dtype=bool)),
+                "alone": float(alone.loc[pick, "correct"].mean()),
+                "reranked": float(reranked.loc[both, "correct"].mean()),
+                "rqa_alone": rqa_alone,
+                "random_in_topk": random_pick,
             }
         )
     return pd.DataFrame(rows)

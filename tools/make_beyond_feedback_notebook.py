@@ -20,6 +20,18 @@ cells = [
         "distribution from the annotators' on feedback_test (1,995 items, three annotators each), which sees "
         "changes the accuracy cannot."
     ),
+    md(
+        "```{admonition} These rerankers are the previous, frozen-layer ones\n"
+        ":class: warning\n\n"
+        "This chapter was computed by `fqa run beyond` on the first rerankers of the project, which train only "
+        "the top layer of MiniLM above five frozen ones. Those rerankers barely tell the gold passage from the "
+        "RQA's other candidates (ROC AUC 0.54-0.59), so the effects below are bounded by that weakness. The "
+        "reranking chapters now use fully fine-tuned rerankers; this stage has not been re-run on them yet (it "
+        "retrains 33 models: over 90 minutes on two CPU cores). Until it is, the chapter reads the frozen "
+        "rerankers' candidate rows (`results/frozen5_candidates.parquet`, kept from commit c6e5a17) beside its "
+        "own artifacts, so every number on this page describes the same models.\n"
+        "```"
+    ),
     code(
         "import matplotlib.pyplot as plt\n"
         "import pandas as pd\n\n"
@@ -28,9 +40,9 @@ cells = [
         "from fqa_analysis.plots import plot_grouped_bars, plot_lines\n"
         "from fqa_analysis.ratings import item_ratings\n"
         "from fqa_analysis.rerank_analysis import join_annotators, per_item_rating_scores, score_outcomes\n"
-        "from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir\n\n"
+        "from fqa_analysis.results import load_frozen5_candidates, load_manifest, load_table, results_dir\n\n"
         "RESULTS = results_dir()\n"
-        "candidates = load_candidates(RESULTS)\n"
+        "candidates = load_frozen5_candidates(RESULTS)  # the rerankers this chapter's stage ran on\n"
         'stage = load_manifest(RESULTS)["stages"]["beyond"]\n'
         'RQA = stage["config"]["rqa"]\n'
         'experiments = load_table(RESULTS, "feedback_experiments.parquet")\n'

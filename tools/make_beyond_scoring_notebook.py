@@ -21,6 +21,18 @@ cells = [
         "questions, micro-averaged; reranker outcomes are averaged over their three seeds per question before "
         "every bootstrap."
     ),
+    md(
+        "```{admonition} These rerankers are the previous, frozen-layer ones\n"
+        ":class: warning\n\n"
+        "This chapter was computed by `fqa run beyond` on the first rerankers of the project, which train only "
+        "the top layer of MiniLM above five frozen ones. Those rerankers barely tell the gold passage from the "
+        "RQA's other candidates (ROC AUC 0.54-0.59), so the effects below are bounded by that weakness. The "
+        "reranking chapters now use fully fine-tuned rerankers; this stage has not been re-run on them yet (it "
+        "retrains 33 models: over 90 minutes on two CPU cores). Until it is, the chapter reads the frozen "
+        "rerankers' candidate rows (`results/frozen5_candidates.parquet`, kept from commit c6e5a17) beside its "
+        "own artifacts, so every number on this page describes the same models.\n"
+        "```"
+    ),
     code(
         "import matplotlib.pyplot as plt\n"
         "import numpy as np\n"
@@ -29,9 +41,9 @@ cells = [
         "from fqa_analysis.plots import plot_lines, plot_reliability\n"
         "from fqa_analysis.ratings import item_ratings\n"
         "from fqa_analysis.rerank_analysis import join_annotators, per_item_rating_scores, rating_quality_table\n"
-        "from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir\n\n"
+        "from fqa_analysis.results import load_frozen5_candidates, load_manifest, load_table, results_dir\n\n"
         "RESULTS = results_dir()\n"
-        "candidates = load_candidates(RESULTS)\n"
+        "candidates = load_frozen5_candidates(RESULTS)  # the rerankers this chapter's stage ran on\n"
         'deep = load_table(RESULTS, "deep_candidates.parquet")\n'
         'selection = load_table(RESULTS, "selection_predictions.parquet")\n'
         'manifest = load_manifest(RESULTS)["stages"]\n'
