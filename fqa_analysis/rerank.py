@@ -359,7 +359,8 @@ def _predict(top: _Top, ids: Sequence[str], states: PairStates, config: RerankCo
     order = sorted(range(len(ids)), key=lambda i: states.length(ids[i]))
     out = np.zeros((len(ids), N_CLASSES))
     with torch.inference_mode():
-        for lo in range(0, len(order), 64):
+        # a progress bar only for the stage's big scoring passes, not the per-epoch selection sets
+        for lo in tqdm(range(0, len(order), 64), desc="score pairs", unit="batch", disable=len(ids) < 5000):
             rows = order[lo : lo + 64]
             hidden, mask = states.batch([ids[i] for i in rows])
             with bf16_autocast(config.bf16, config.device):

@@ -8,8 +8,10 @@ cells = [
         "The paper trains its FeedbackReranker to match the **distribution** of the annotators' ratings (KL "
         "divergence). Two simpler choices are compared with the same data, model and seeds:\n\n"
         "- `feedback_kl`: KL(annotators || P_phi), the target is the annotators' rating distribution;\n"
-        "- `feedback_ce_annotator`: cross-entropy with one example per annotator rating (the same expected "
-        "gradient as KL, but noisier batches);\n"
+        "- `feedback_ce_annotator`: cross-entropy with one example per annotator rating. Its expected "
+        "gradient is the same as KL's (the mean of the per-annotator cross-entropies is the cross-entropy to "
+        "their distribution, which differs from KL by a constant), so it differs from KL only in batch "
+        "composition and noise; **the informative contrast is KL against the majority label**;\n"
         "- `feedback_ce_majority`: cross-entropy on the majority label (ties to the **lower** rating), which "
         "discards disagreement entirely.\n\n"
         "If the losses differ anywhere, it should be in the rating distributions they predict (calibration, "
@@ -43,8 +45,46 @@ cells = [
         'test_feedback = data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))\n'
         "items = item_ratings(test_feedback)\n"
         "joined = join_annotators(predictions, items)\n"
+        "quality = rating_quality_table(joined)\n"
+        "per_item = per_item_rating_scores(joined[joined['reranker'].isin(LOSSES)])\n"
+        "rows = []\n"
+        'for metric in ("kl", "correct"):\n'
+        '    for subset in ("all", "unanimous", "disagree"):\n'
+        "        part = per_item if subset == 'all' else per_item[per_item['unanimous'] == (subset == 'unanimous')]\n"
+        '        wide = part.pivot_table(index=["domain", "item_id"], columns="reranker", values=metric)[LOSSES]\n'
+        '        strata = list(wide.index.get_level_values("domain"))\n'
+        '        cmp = paired_bootstrap(wide.reset_index(drop=True), "feedback_kl", strata)\n'
+        "        frame = cmp.to_frame().drop(index='feedback_kl')\n"
+        "        rows.append(frame.assign(metric=metric, subset=subset, n=len(wide)).reset_index())\n"
+        "tests = pd.concat(rows, ignore_index=True)\n"
+        "candidates = load_candidates(RESULTS)\n"
+        'outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])\n'
+        'qa = compare_to_baseline(outcomes, baseline="feedback_kl")\n'
         "print(f\"{items.shape[0]} feedback_test items, {int(items['unanimous'].sum())} unanimous; \"\n"
         "      f\"{predictions.groupby(['reranker', 'seed']).ngroups} reranker runs\")"
+    ),
+    md("## Findings\n\nComputed from `results/` by the cells of this page:"),
+    code(
+        "means = quality[quality['subset'] == 'all'].groupby('reranker')[['accuracy', 'macro_f1', 'kl', 'ece_excellent']].mean()\n"
+        "t = tests.set_index(['metric', 'subset', 'system'])\n"
+        "h = qa[(qa['rqa'] == 'hybrid') & (qa['system'] != 'feedback_kl')].set_index('system')\n"
+        "lines = [\n"
+        "    'On feedback_test (seed means): ' + '; '.join(\n"
+        "        f\"{v}: KL {means.loc[v, 'kl']:.3f}, accuracy {means.loc[v, 'accuracy']:.3f}, macro-F1 \"\n"
+        "        f\"{means.loc[v, 'macro_f1']:.3f}, ECE {means.loc[v, 'ece_excellent']:.3f}\" for v in LOSSES) + '.',\n"
+        "    'The informative contrast, feedback_ce_majority against feedback_kl: KL ' + ', '.join(\n"
+        "        f\"{sub} {t.loc[('kl', sub, 'feedback_ce_majority'), 'delta']:+.3f} nats (Holm p \"\n"
+        "        f\"{t.loc[('kl', sub, 'feedback_ce_majority'), 'p_holm']:.3g})\" for sub in ('all', 'unanimous', 'disagree'))\n"
+        "    + '; argmax accuracy ' + ', '.join(\n"
+        "        f\"{sub} {t.loc[('correct', sub, 'feedback_ce_majority'), 'delta']:+.3f} (Holm p \"\n"
+        "        f\"{t.loc[('correct', sub, 'feedback_ce_majority'), 'p_holm']:.3g})\" for sub in ('all', 'unanimous', 'disagree')) + '.',\n"
+        "    'feedback_ce_annotator against feedback_kl (the same expected gradient): KL all items '\n"
+        "    f\"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'delta']:+.3f} nats (Holm p \"\n"
+        "    f\"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'p_holm']:.3g}).\",\n"
+        "    'QA accuracy on the hybrid RQA against feedback_kl: ' + '; '.join(\n"
+        "        f\"{v} {100 * r['delta']:+.2f} points (Holm p {r['p_holm']:.3g})\" for v, r in h.iterrows()) + '.',\n"
+        "]\n"
+        'print("\\n".join(f"- {x}" for x in lines))'
     ),
     md(
         "## Rating quality per loss\n\n"
@@ -53,7 +93,6 @@ cells = [
         "go to the lower rating."
     ),
     code(
-        "quality = rating_quality_table(joined)\n"
         'metrics = ["accuracy", "macro_f1", "kl", "ece_excellent"]\n'
         'summary = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])\n'
         "cells = pd.DataFrame(\n"
@@ -110,32 +149,11 @@ cells = [
         "KL a negative delta means the loss is *better* than KL."
     ),
     code(
-        "per_item = per_item_rating_scores(joined[joined['reranker'].isin(LOSSES)])\n"
-        "rows = []\n"
-        'for metric in ("kl", "correct"):\n'
-        '    for subset in ("all", "unanimous", "disagree"):\n'
-        "        part = per_item if subset == 'all' else per_item[per_item['unanimous'] == (subset == 'unanimous')]\n"
-        '        wide = part.pivot_table(index=["domain", "item_id"], columns="reranker", values=metric)[LOSSES]\n'
-        '        strata = list(wide.index.get_level_values("domain"))\n'
-        '        cmp = paired_bootstrap(wide.reset_index(drop=True), "feedback_kl", strata)\n'
-        "        frame = cmp.to_frame().drop(index='feedback_kl')\n"
-        "        rows.append(frame.assign(metric=metric, subset=subset, n=len(wide)).reset_index())\n"
-        "tests = pd.concat(rows, ignore_index=True)\n"
         'tests[["metric", "subset", "n", "system", "mean", "delta", "delta_ci_low", "delta_ci_high",\n'
         '       "p_value", "p_holm"]].round(4)'
     ),
     md(
-        "**What this shows.** The three losses learn different things from the same examples. KL and the "
-        "per-annotator cross-entropy end close to the training prior in KL, with the best-calibrated "
-        "P(Excellent); the majority-label cross-entropy has the highest argmax accuracy but the lowest "
-        "macro-F1, because one-hot majority targets push it towards the most frequent label (compare the "
-        "constant baselines above), and its P(Excellent) is the worst calibrated of the three. Splitting by "
-        "agreement shows where the difference lives: on items where annotators disagree, a distribution "
-        "target is the only one that can be right, and there the KL-trained model's KL is lowest. In KL and "
-        "calibration, though, no reranker is much better than the constant training prior, and in accuracy "
-        "none does clearly better than always answering the most frequent label (the majority-label loss "
-        "only matches it); only macro-F1 shows that they learned "
-        "something about the pair. That is the weakness the reranking chapter diagnoses."
+        "READING_PLACEHOLDER"
     ),
     md(
         "## Calibration of P(Excellent)\n\n"
@@ -162,9 +180,6 @@ cells = [
         "losses within an RQA system):"
     ),
     code(
-        "candidates = load_candidates(RESULTS)\n"
-        'outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])\n'
-        'qa = compare_to_baseline(outcomes, baseline="feedback_kl")\n'
         "shown = qa.copy()\n"
         'for c in ["mean", "delta", "delta_ci_low", "delta_ci_high"]:\n'
         "    shown[c] = (100 * shown[c]).round(2)\n"

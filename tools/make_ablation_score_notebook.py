@@ -25,7 +25,28 @@ cells = [
         'stage = load_manifest(RESULTS)["stages"]["rerank"]\n'
         'SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]\n'
         'VARIANTS = list(stage["config"]["variants"])\n'
-        'rated = candidates[candidates["reranker"] != "none"]'
+        'rated = candidates[candidates["reranker"] != "none"]\n'
+        "ablation = score_ablation(candidates)\n"
+        "separation = score_separation(candidates)"
+    ),
+    md("## Findings\n\nComputed from `results/` by the cells of this page:"),
+    code(
+        'significant = ablation[ablation["p_holm"] < 0.05]\n'
+        'better = significant[significant["delta"] > 0]\n'
+        'worse = significant[significant["delta"] < 0]\n'
+        "hyb = ablation[ablation['rqa'] == 'hybrid'].set_index('reranker')\n"
+        "sep = separation[separation['rqa'] == 'hybrid'].set_index('reranker')\n"
+        "lines = [\n"
+        '    f"E[y]/3 is significantly better than P(Excellent) in {len(better)} of {len(ablation)} (RQA, reranker) "\n'
+        '    f"pairs, significantly worse in {len(worse)}, and not significantly different in "\n'
+        '    f"{len(ablation) - len(significant)} (Holm-corrected p < 0.05); mean difference "\n'
+        "    f\"{100 * ablation['delta'].mean():+.2f} points.\",\n"
+        '    "On the hybrid RQA, E[y]/3 - P(Excellent) in points: "\n'
+        "    + '; '.join(f\"{r} {100 * row['delta']:+.2f} (Holm p {row['p_holm']:.3g})\" for r, row in hyb.iterrows()) + '.',\n"
+        '    "AUC of the two scores on the hybrid\'s top 5 (P(Excellent) / E[y]/3): "\n'
+        "    + '; '.join(f\"{r} {row['auc_p_excellent']:.3f} / {row['auc_expected_rating']:.3f}\" for r, row in sep.iterrows()) + '.',\n"
+        "]\n"
+        'print("\\n".join(f"- {x}" for x in lines))'
     ),
     md(
         "## Accuracy under both rules\n\n"
@@ -49,21 +70,11 @@ cells = [
         "between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse."
     ),
     code(
-        "ablation = score_ablation(candidates)\n"
         "shown = ablation.copy()\n"
         'for c in ["acc_p_excellent", "acc_expected_rating", "delta", "delta_ci_low", "delta_ci_high"]:\n'
         "    shown[c] = (100 * shown[c]).round(2)\n"
         'shown["changed_picks"] = shown["changed_picks"].round(4)\n'
         "shown.round({'p_value': 4, 'p_holm': 4})"
-    ),
-    code(
-        'significant = ablation[ablation["p_holm"] < 0.05]\n'
-        'better = significant[significant["delta"] > 0]\n'
-        'worse = significant[significant["delta"] < 0]\n'
-        'print(f"E[y]/3 significantly better in {len(better)} of {len(ablation)} (RQA, reranker) pairs, "\n'
-        '      f"significantly worse in {len(worse)}, no significant difference in "\n'
-        '      f"{len(ablation) - len(significant)} (Holm-corrected p < 0.05)")\n'
-        "print(f\"mean difference over all pairs: {100 * ablation['delta'].mean():+.2f} points\")"
     ),
     code(
         "plot_data = ablation.assign(delta_pts=100 * ablation['delta'])\n"
@@ -73,7 +84,7 @@ cells = [
         "plt.show()"
     ),
     md(
-        "## Why the two rules barely differ here\n\n"
+        "## What decides the difference\n\n"
         "Two properties of a score decide what adding it to P_theta does. **Separation**: how well the score "
         "alone ranks the gold passage above the other top-5 candidates (ROC AUC over all candidates of all "
         "seeds). **Spread**: how much the score varies within one question's five candidates (mean "
@@ -81,18 +92,9 @@ cells = [
         "the RQA's order; a flat score leaves the RQA in charge. E[y]/3 averages over the whole distribution, "
         "so it also credits answers the reranker thinks Acceptable rather than Excellent."
     ),
-    code("separation = score_separation(candidates)\nseparation.set_index(['rqa', 'reranker']).round(4)"),
+    code("separation.set_index(['rqa', 'reranker']).round(4)"),
     md(
-        "Both scores separate gold from the other candidates only slightly better than chance (AUC near 0.5), "
-        "and both vary far less within a question than P_theta does, so the RQA decides most picks under "
-        "either rule and the two rules change only a few percent of them, in both directions. Where the "
-        "reranker carries little information, how that information is summarised cannot matter much; the "
-        "comparison would be informative with a reranker that separates gold passages well (see the "
-        "reranking chapter's diagnosis). The reranker variants also differ: `vanilla` was trained only on "
-        "Excellent (gold) and Bad "
-        "(BM25 negatives) pseudo-ratings, so its distribution puts almost no mass on the middle ratings, and "
-        "for it E[y]/3 ≈ P(Excellent) (few changed picks); the feedback-trained rerankers spread mass over "
-        "all four ratings, which is where the two rules can disagree."
+        "READING_PLACEHOLDER"
     ),
     code(
         "fb = rated[rated['domain'].isin(['Australia', 'CDC', 'UK', 'WHO'])]\n"
