@@ -88,7 +88,10 @@ def _parser() -> argparse.ArgumentParser:
         f"{RerankConfig.frozen_layers}, every layer trained)",
     )
     run_p.add_argument(
-        "--rerank-epochs", type=_int_at_least(1), help=f"reranker epochs (default: {RerankConfig.epochs})"
+        "--rerank-epochs",
+        type=_int_at_least(1),
+        help=f"epochs of feedback_kl and feedback_ce_majority (default: {RerankConfig.epochs}; vanilla, "
+        "combined and feedback_ce_annotator train one, see RerankRunConfig.variant_epochs)",
     )
     run_p.add_argument(
         "--max-len",
@@ -100,6 +103,12 @@ def _parser() -> argparse.ArgumentParser:
         type=_int_in(1, RerankRunConfig.negative_pool),
         help=f"reranker: pseudo negatives per QA-train question, 1..{RerankRunConfig.negative_pool} "
         f"(default: {RerankRunConfig.pseudo_negatives})",
+    )
+    run_p.add_argument(
+        "--rescore",
+        type=_choices(SYSTEMS),
+        help="reranker: RQA systems whose top 5 every reranker rescores (default: "
+        f"{','.join(RerankRunConfig.score_rqa)}; each system adds about 25 minutes on two CPU cores)",
     )
     run_p.add_argument(
         "--device",
@@ -137,6 +146,7 @@ STAGES: dict[str, set[str]] = {
         "rerank_epochs",
         "max_len",
         "negatives",
+        "rescore",
         "device",
         "max_steps",
     },
@@ -149,6 +159,7 @@ STAGES: dict[str, set[str]] = {
         "rerank_epochs",
         "max_len",
         "negatives",
+        "rescore",
         "device",
         "max_steps",
         "fractions",
@@ -331,6 +342,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         model=model,
         subset=args.subset,
         pseudo_negatives=args.negatives or RerankRunConfig.pseudo_negatives,
+        score_rqa=args.rescore or RerankRunConfig.score_rqa,
     )
     if args.stage in ("all", "rerank"):
         _report(run_rerank(data_dir, args.out, rerank, args.cache_dir))

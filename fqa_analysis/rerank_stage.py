@@ -96,9 +96,11 @@ class RerankRunConfig:
         pseudo_questions: QA-train questions of the feedback domains that give pseudo-ratings (a
             seeded draw); None takes all of them (4,407).
         pseudo_negatives: Bad pseudo-examples per question, drawn from ``negative_pool``.
-        pseudo_epochs: Epochs of ``vanilla`` on the pseudo pairs (17,628 pairs an epoch, the
-            stage's dearest step: nine minutes on two cores); the feedback variants and the
-            continuation of ``combined`` train ``model.epochs``.
+        variant_epochs: Epochs of the variants that do not train ``model.epochs``: ``vanilla``
+            (one pass over the pseudo pairs, the stage's dearest step), ``combined`` (one pass of
+            the continuation over feedback + replay), ``feedback_ce_annotator`` (its epoch holds one
+            example per annotator, two per item: one epoch is as many optimiser steps and views of
+            each item as two epochs of the other feedback losses).
         negative_pool: How many of the negative source's top non-gold candidates they are drawn from.
         negative_source: RQA system whose ranking gives the negatives (one for every variant and
             seed, so no reranker depends on the RQA it rescores).
@@ -108,6 +110,9 @@ class RerankRunConfig:
         score_domains: Domains whose test candidates every reranker rescores. Quebec has no
             feedback and the chapters' overall leaves it out, as the paper does; its rows would
             double the scoring time.
+        score_rqa: RQA systems whose top-k every reranker rescores. Scoring a pair costs about as
+            much as training on it (about 100 pairs/s on two cores): the hybrid alone is 9,960
+            pairs, all four systems 20,065 (25 more minutes over 15 models).
         holdout: Held-out share of questions for model selection (``available`` protocol).
     """
 
@@ -116,12 +121,15 @@ class RerankRunConfig:
     model: RerankConfig = field(default_factory=RerankConfig)
     subset: int | None = None
     pseudo_questions: int | None = None
-    pseudo_negatives: int = 3
-    pseudo_epochs: int = 1
+    pseudo_negatives: int = 1
+    variant_epochs: dict[str, int] = field(
+        default_factory=lambda: {"vanilla": 1, "combined": 1, "feedback_ce_annotator": 1}
+    )
     negative_pool: int = 10
     negative_source: str = "minilm"
     combined_from_vanilla: bool = True
     score_domains: tuple[str, ...] = data.FEEDBACK_DOMAINS
+    score_rqa: tuple[str, ...] = ("hybrid",)
     holdout: float = 0.2
 
 
@@ -285,8 +293,15 @@ def rerank_inputs(
     fb_fit, fb_select = feedback_training_sets(protocol, fb["train"], fb["valid"], config.holdout)
     ps_fit, ps_select = _pseudo_pairs(data_dir, config, cache_root or default_cache_root())
     rqa_rows = candidates[
-        (candidates["reranker"] == "none") & candidates["domain"].isin(config.score_domains)
+        (candidates["reranker"] == "none")
+        & candidates["domain"].isin(config.score_domains)
+        & candidates["rqa"].isin(config.score_rqa)
     ].reset_index(drop=True)
+    if rqa_rows.empty:
+        raise ValueError(
+            f"candidates.parquet has no rows of RQA system(s) {list(config.score_rqa)} in domains "
+            f"{list(config.score_domains)}; run `fqa run rqa` for them first"
+        )
     pools = {(d, s): data.load_qa_split(data_dir, d, s) for d in data.DOMAINS for s in data.test_splits(d)}
     cand_text = [
         pools[(d, s)].passages[int(pid)].text
@@ -391,14 +406,14 @@ def stage_model(
         As :func:`train_or_load`.
     """
     examples, select = variant_examples(inputs, variant)
-    if variant == "vanilla":
-        model = replace(config.model, epochs=config.pseudo_epochs)
-        return train_or_load(variant, seed, examples, select, states, model, cache_root)
+    model = config.model
+    if variant in config.variant_epochs:
+        model = replace(model, epochs=config.variant_epochs[variant])
     init = None
     if variant == "combined" and config.combined_from_vanilla:
         v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", seed, states, config, cache_root)
         init = (v_folder, v_weights)
-    return train_or_load(variant, seed, examples, select, states, config.model, cache_root, init)
+    return train_or_load(variant, seed, examples, select, states, model, cache_root, init)
 
 
 def score_cached(

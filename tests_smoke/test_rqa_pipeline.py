@@ -21,6 +21,7 @@ SUBSET = 6
 SYSTEMS = ["bm25", "minilm", "minilm_ft", "hybrid"]
 TEST_SETS = 6  # four feedback domains + Quebec's two test files
 RERANKED_SETS = 4  # the rerankers rescore the feedback domains (RerankRunConfig.score_domains)
+RESCORED = 1  # ... of the hybrid RQA (RerankRunConfig.score_rqa)
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +76,8 @@ def test_candidates_follow_the_contract(smoke_run: tuple[Path, Path, float]) -> 
     assert validate_candidates(candidates, out / "candidates.parquet") == 5
     assert sorted(candidates["rqa"].unique()) == sorted(SYSTEMS)
     assert set(candidates["reranker"]) == {"none", *VARIANTS}
-    assert len(candidates) == (TEST_SETS + len(VARIANTS) * RERANKED_SETS) * len(SYSTEMS) * SUBSET * 5
+    reranked = len(VARIANTS) * RERANKED_SETS * RESCORED
+    assert len(candidates) == (TEST_SETS * len(SYSTEMS) + reranked) * SUBSET * 5
     assert set(candidates["protocol"]) == {"available"}
 
 
