@@ -91,7 +91,7 @@ cells = [
         'rating_temps.groupby("reranker", sort=False)[["n", "temperature", "ce_t1", "ce_fitted"]].agg(["mean", "std"]).round(3)'
     ),
     code(
-        'predictions = load_table(RESULTS, "rating_predictions.parquet")\n'
+        'predictions = load_table(RESULTS, "frozen5_rating_predictions.parquet")  # the same rerankers\n'
         'test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))\n'
         "joined = {\n"
         '    "raw": join_annotators(predictions, test_items),\n'
