@@ -135,36 +135,25 @@ def _parser() -> argparse.ArgumentParser:
 
 
 #: The stages of ``fqa run`` and the options each one reads (``all`` reads every option).
+_RERANK_OPTIONS = {
+    "subset",
+    "variants",
+    "seeds",
+    "frozen_layers",
+    "rerank_epochs",
+    "max_len",
+    "negatives",
+    "rescore",
+    "device",
+    "max_steps",
+}
 STAGES: dict[str, set[str]] = {
     "all": set(),
     "rqa": {"subset", "systems", "seed", "epochs", "max_steps"},
-    "rerank": {
-        "subset",
-        "variants",
-        "seeds",
-        "frozen_layers",
-        "rerank_epochs",
-        "max_len",
-        "negatives",
-        "rescore",
-        "device",
-        "max_steps",
-    },
+    "rerank": _RERANK_OPTIONS,
     "explain": {"subset", "explain_epochs", "max_steps"},
-    "beyond": {
-        "subset",
-        "variants",
-        "seeds",
-        "frozen_layers",
-        "rerank_epochs",
-        "max_len",
-        "negatives",
-        "rescore",
-        "device",
-        "max_steps",
-        "fractions",
-        "depth",
-    },
+    # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
+    "beyond": _RERANK_OPTIONS | {"fractions", "depth"},
 }
 STAGES["all"] = set().union(*STAGES.values())
 MINILM_LAYERS = 6

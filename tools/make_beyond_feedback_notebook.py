@@ -1,6 +1,6 @@
 """Write book/beyond_feedback.ipynb: how much feedback, transfer across domains, where it fails (issue 6)."""
 
-from nbgen import code, md, write
+from nbgen import code, frozen_rerankers_note, md, write
 
 cells = [
     md(
@@ -20,17 +20,11 @@ cells = [
         "distribution from the annotators' on feedback_test (1,995 items, three annotators each), which sees "
         "changes the accuracy cannot."
     ),
-    md(
-        "```{admonition} These rerankers are the previous, frozen-layer ones\n"
-        ":class: warning\n\n"
+    frozen_rerankers_note(
         "This chapter was computed by `fqa run beyond` on the first rerankers of the project, which train only "
-        "the top layer of MiniLM above five frozen ones. Those rerankers barely tell the gold passage from the "
-        "RQA's other candidates (ROC AUC 0.54-0.59), so the effects below are bounded by that weakness. The "
-        "reranking chapters now use fully fine-tuned rerankers; this stage has not been re-run on them yet (it "
-        "retrains 33 models: over 90 minutes on two CPU cores). Until it is, the chapter reads the frozen "
-        "rerankers' candidate rows (`results/frozen5_candidates.parquet`, kept from commit c6e5a17) beside its "
-        "own artifacts, so every number on this page describes the same models.\n"
-        "```"
+        "the top layer of MiniLM above five frozen ones and barely tell the gold passage from the RQA's other "
+        "candidates (ROC AUC 0.54-0.59), so the effects below are bounded by that weakness. Re-running the "
+        "stage retrains 33 models: over 90 minutes on two CPU cores."
     ),
     code(
         "import matplotlib.pyplot as plt\n"

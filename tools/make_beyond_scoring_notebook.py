@@ -1,6 +1,6 @@
 """Write book/beyond_scoring.ipynb: calibration, the combination weight and the reranking depth (issue 6)."""
 
-from nbgen import code, md, write
+from nbgen import code, frozen_rerankers_note, md, write
 
 cells = [
     md(
@@ -21,17 +21,11 @@ cells = [
         "questions, micro-averaged; reranker outcomes are averaged over their three seeds per question before "
         "every bootstrap."
     ),
-    md(
-        "```{admonition} These rerankers are the previous, frozen-layer ones\n"
-        ":class: warning\n\n"
+    frozen_rerankers_note(
         "This chapter was computed by `fqa run beyond` on the first rerankers of the project, which train only "
-        "the top layer of MiniLM above five frozen ones. Those rerankers barely tell the gold passage from the "
-        "RQA's other candidates (ROC AUC 0.54-0.59), so the effects below are bounded by that weakness. The "
-        "reranking chapters now use fully fine-tuned rerankers; this stage has not been re-run on them yet (it "
-        "retrains 33 models: over 90 minutes on two CPU cores). Until it is, the chapter reads the frozen "
-        "rerankers' candidate rows (`results/frozen5_candidates.parquet`, kept from commit c6e5a17) beside its "
-        "own artifacts, so every number on this page describes the same models.\n"
-        "```"
+        "the top layer of MiniLM above five frozen ones and barely tell the gold passage from the RQA's other "
+        "candidates (ROC AUC 0.54-0.59), so the effects below are bounded by that weakness. Re-running the "
+        "stage retrains 33 models: over 90 minutes on two CPU cores."
     ),
     code(
         "import matplotlib.pyplot as plt\n"

@@ -28,7 +28,7 @@ cells = [
         'stage = load_manifest(RESULTS)["stages"]["rerank"]\n'
         'SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]\n'
         'RERANKERS = ["none", *stage["config"]["variants"]]\n'
-        "RESCORED = [s for s in SYSTEMS if s in set(candidates.loc[candidates['reranker'] != 'none', 'rqa'])]\n'
+        "RESCORED = [s for s in SYSTEMS if s in set(candidates.loc[candidates['reranker'] != 'none', 'rqa'])]\n"
         "outcomes = score_outcomes(candidates)  # S = P_theta + P(Excellent); RQA alone ranks by P_theta\n"
         "table = seed_table(outcomes)\n"
         "rescored = outcomes[outcomes['rqa'].isin(RESCORED)]\n"
