@@ -221,6 +221,22 @@ cells = [
         "separation.reindex(index=RESCORED, columns=RERANKERS[1:]).round(3)"
     ),
     md(
+        "## How much weight the reranker gets\n\n"
+        "The paper's plain sum gives the two probabilities equal weight. As a diagnosis (on the test questions, "
+        "so not a tuned result; {doc}`beyond_scoring` tunes w out of sample), accuracy@1 of "
+        "S = (1 - w) P_theta + w P(Excellent) on the hybrid for a few w, seed mean, in %: w = 0 is the RQA "
+        "alone, w = 0.5 ranks exactly like the paper's sum, w = 1 is the reranker alone. P_theta is a softmax "
+        "over the whole pool, so its top candidate often holds most of the mass and the sum lets the reranker "
+        "overturn it only when it is confident."
+    ),
+    code(
+        "from fqa_analysis.sweeps import candidate_blocks, weight_sweep\n\n"
+        "hybrid = candidates[(candidates['rqa'] == 'hybrid') & candidates['domain'].isin(data.FEEDBACK_DOMAINS)]\n"
+        "curve = weight_sweep(candidate_blocks(hybrid), [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])\n"
+        "per_seed = curve.groupby(['reranker', 'seed', 'w'])['correct'].mean()\n"
+        "(100 * per_seed.groupby(['reranker', 'w']).mean()).unstack('w').reindex(RERANKERS[1:]).round(2)"
+    ),
+    md(
         "## How much of the ceiling is won\n\n"
         "A top-5 reranker can only answer correctly when the gold passage is among the five (recall@5). "
         "Share of the gap between the RQA alone and that ceiling which each reranker closes (seed mean, "
