@@ -13,7 +13,6 @@ cells = [
     ),
     code(
         "import matplotlib.pyplot as plt\n"
-        "import numpy as np\n"
         "import pandas as pd\n\n"
         "from fqa_analysis import data\n"
         "from fqa_analysis.paper import PAPER_OVERALL_ACCURACY\n"
@@ -44,7 +43,7 @@ cells = [
     code(
         "def line(rqa, system):\n"
         '    r = micro.set_index(["rqa", "system"]).loc[(rqa, system)]\n'
-        '    return (f"{system} {100 * r[\'mean\']:.2f} ({100 * r[\'delta\']:+.2f} "\n'
+        "    return (f\"{system} {100 * r['mean']:.2f} ({100 * r['delta']:+.2f} \"\n"
         "            f\"[{100 * r['delta_ci_low']:+.2f}, {100 * r['delta_ci_high']:+.2f}], Holm p {r['p_holm']:.3g})\")\n\n"
         "rated = micro[micro['system'] != 'none']\n"
         "best = rated.sort_values('mean', ascending=False).iloc[0]\n"
@@ -58,14 +57,14 @@ cells = [
         "    f\"{PAPER_OVERALL_ACCURACY['combined_reranker']} (+3.22 over its RQA).\",\n"
         "    f\"On the hybrid RQA (alone {100 * alone['hybrid']:.2f}): \"\n"
         "    + '; '.join(line('hybrid', s) for s in RERANKERS[1:]) + '.',\n"
-        "    f\"P(Excellent) tells the gold passage from the hybrid's other top-5 candidates with ROC AUC \"\n"
+        '    "P(Excellent) tells the gold passage from the hybrid\'s other top-5 candidates with ROC AUC "\n'
         "    + ', '.join(f'{v} {a:.3f}' for v, a in q['auc'].items())\n"
         "    + f\" (seed means; the frozen-layer rerankers: {qf['auc'].min():.3f}-{qf['auc'].max():.3f}).\",\n"
-        "    f\"Alone (argmax P(Excellent) among the five), the best reranker, {top}, picks the gold passage for \"\n"
+        '    f"Alone (argmax P(Excellent) among the five), the best reranker, {top}, picks the gold passage for "\n'
         "    f\"{100 * q.loc[top, 'alone']:.1f}% of the questions (frozen layers: {100 * qf['alone'].max():.1f}%; \"\n"
         "    f\"the hybrid RQA alone {100 * quality['rqa_alone'].iloc[0]:.1f}%, a random pick among the five \"\n"
         "    f\"{100 * quality['random_in_topk'].iloc[0]:.1f}%).\",\n"
-        "    f\"The stage cost {compute_min:.0f} minutes of compute on this 2-core CPU \"\n"
+        '    f"The stage cost {compute_min:.0f} minutes of compute on this 2-core CPU "\n'
         "    f\"({len(stage['histories'])} models, {stage['scored_pairs']:,} distinct pairs scored per model).\",\n"
         "]\n"
         'print("\\n".join(f"- {x}" for x in lines))'
@@ -299,13 +298,13 @@ cells = [
         "below from its own manifest record (`results/frozen5_candidates.json`)."
     ),
     code(
+        "import json\n\n"
         'cols = [c for c in ("compute_s", "compute_peak_rss_mb", "wall_s", "from_cache") if c in timings.columns]\n'
         "print(f\"whole stage: {compute_min:.1f} min of compute; {stage['scored_pairs']:,} distinct pairs \"\n"
         '      f"scored per reranker")\n'
-        "import json\n\n"
         'frozen_stage = json.loads((RESULTS / "frozen5_candidates.json").read_text())\n'
         'frozen_min = sum(t.get("compute_s", t["wall_s"]) for t in frozen_stage["timings"].values()) / 60\n'
-        'print(f"the frozen-layer stage (commit {frozen_stage[\'source_commit\']}): {frozen_min:.1f} min of compute")\n'
+        "print(f\"the frozen-layer stage (commit {frozen_stage['source_commit']}): {frozen_min:.1f} min of compute\")\n"
         "timings[cols]"
     ),
 ]
