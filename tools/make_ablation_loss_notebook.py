@@ -1,6 +1,6 @@
 """Write book/ablation_loss.ipynb: KL to the annotator distribution or cross-entropy."""
 
-from nbgen import code, md, write
+from nbgen import code, hidden, md, write
 
 cells = [
     md(
@@ -22,9 +22,9 @@ cells = [
         "of annotators who said Excellent (10 equal-width bins). `vanilla` and `combined` are shown beside "
         "for reference."
     ),
-    code(
+    hidden(
         "import matplotlib.pyplot as plt\n"
-        "import pandas as pd\n\n"
+        "import pandas as pd\nfrom IPython.display import Markdown\n\n"
         "from fqa_analysis import data\n"
         "from fqa_analysis.plots import plot_grouped_bars, plot_reliability\n"
         "from fqa_analysis.ratings import item_ratings\n"
@@ -64,7 +64,7 @@ cells = [
         "      f\"{predictions.groupby(['reranker', 'seed']).ngroups} reranker runs\")"
     ),
     md("## Findings\n\nComputed from `results/` by the cells of this page:"),
-    code(
+    hidden(
         "means = quality[quality['subset'] == 'all'].groupby('reranker')[['accuracy', 'macro_f1', 'kl', 'ece_excellent']].mean()\n"
         "t = tests.set_index(['metric', 'subset', 'system'])\n"
         "h = qa[(qa['rqa'] == 'hybrid') & (qa['system'] != 'feedback_kl')].set_index('system')\n"
@@ -84,7 +84,7 @@ cells = [
         "    'QA accuracy on the hybrid RQA against feedback_kl: ' + '; '.join(\n"
         "        f\"{v} {100 * r['delta']:+.2f} points (Holm p {r['p_holm']:.3g})\" for v, r in h.iterrows()) + '.',\n"
         "]\n"
-        'print("\\n".join(f"- {x}" for x in lines))'
+        'display(Markdown("\\n".join(f"- {x}" for x in lines)))'
     ),
     md(
         "## Rating quality per loss\n\n"

@@ -1,6 +1,6 @@
 """Write book/ablation_score.ipynb: P(Excellent) or the expected rating as the reranker's score."""
 
-from nbgen import code, md, write
+from nbgen import code, hidden, md, write
 
 cells = [
     md(
@@ -13,9 +13,9 @@ cells = [
         "applied to the **same** trained rerankers (every variant, every seed, every RQA system); only the "
         "scoring changes, so the comparison is paired question by question."
     ),
-    code(
+    hidden(
         "import matplotlib.pyplot as plt\n"
-        "import pandas as pd\n\n"
+        "import pandas as pd\nfrom IPython.display import Markdown\n\n"
         "from fqa_analysis.plots import plot_grouped_bars\n"
         "from fqa_analysis.report import mean_sd_table\n"
         "from fqa_analysis.rerank_analysis import score_ablation, score_outcomes, score_separation, seed_table\n"
@@ -30,7 +30,7 @@ cells = [
         "separation = score_separation(candidates)"
     ),
     md("## Findings\n\nComputed from `results/` by the cells of this page:"),
-    code(
+    hidden(
         'significant = ablation[ablation["p_holm"] < 0.05]\n'
         'better = significant[significant["delta"] > 0]\n'
         'worse = significant[significant["delta"] < 0]\n'
@@ -46,7 +46,7 @@ cells = [
         '    "AUC of the two scores on the hybrid\'s top 5 (P(Excellent) / E[y]/3): "\n'
         "    + '; '.join(f\"{r} {row['auc_p_excellent']:.3f} / {row['auc_expected_rating']:.3f}\" for r, row in sep.iterrows()) + '.',\n"
         "]\n"
-        'print("\\n".join(f"- {x}" for x in lines))'
+        'display(Markdown("\\n".join(f"- {x}" for x in lines)))'
     ),
     md(
         "## Accuracy under both rules\n\n"

@@ -1,6 +1,6 @@
 """Write book/reranking.ipynb: the paper's main comparison (issues 4 and 11). Needs the rerank stage's results."""
 
-from nbgen import code, md, write
+from nbgen import code, hidden, md, write
 
 cells = [
     md(
@@ -11,9 +11,9 @@ cells = [
         "decoupling); it is never retrained per RQA. Overall = the four feedback domains' 1,992 test questions "
         "(Quebec has no feedback and is outside the overall, as in the paper)."
     ),
-    code(
+    hidden(
         "import matplotlib.pyplot as plt\n"
-        "import pandas as pd\n\n"
+        "import pandas as pd\nfrom IPython.display import Markdown\n\n"
         "from fqa_analysis import data\n"
         "from fqa_analysis.paper import PAPER_OVERALL_ACCURACY\n"
         "from fqa_analysis.plots import plot_grouped_bars\n"
@@ -40,7 +40,7 @@ cells = [
         "print(f\"protocol: {stage['protocol']}; seeds: {stage['config']['seeds']}\")"
     ),
     md("## Findings\n\nComputed from `results/` by the cells of this page:"),
-    code(
+    hidden(
         "def line(rqa, system):\n"
         '    r = micro.set_index(["rqa", "system"]).loc[(rqa, system)]\n'
         "    return (f\"{system} {100 * r['mean']:.2f} ({100 * r['delta']:+.2f} \"\n"
@@ -67,7 +67,7 @@ cells = [
         '    f"The stage cost {compute_min:.0f} minutes of compute on this 2-core CPU "\n'
         "    f\"({len(stage['histories'])} models, {stage['scored_pairs']:,} distinct pairs scored per model).\",\n"
         "]\n"
-        'print("\\n".join(f"- {x}" for x in lines))'
+        'display(Markdown("\\n".join(f"- {x}" for x in lines)))'
     ),
     md(
         "## The rerankers\n\n"
@@ -82,7 +82,7 @@ cells = [
         "| `feedback_kl` | feedback | KL to the annotators' rating distribution (the paper's FeedbackReranker) |\n"
         "| `feedback_ce_annotator` | feedback | cross-entropy, one example per annotator rating |\n"
         "| `feedback_ce_majority` | feedback | cross-entropy on the majority label (ties to the lower rating) |\n"
-        "| `vanilla` | pseudo-ratings, no feedback | gold passage = Excellent, 3 hard negatives = Bad |\n"
+        "| `vanilla` | pseudo-ratings, no feedback | gold passage = Excellent, one hard negative = Bad |\n"
         "| `combined` | pseudo-ratings + feedback | `vanilla` of the same seed, continued on the feedback (KL) |\n\n"
         "**Pseudo-ratings (`vanilla`, `combined`).** All 4,407 QA-train questions of the four feedback domains; "
         "per question the gold passage is rated Excellent and one passage drawn at random from the top 10 "

@@ -24,3 +24,10 @@ def frozen_rerankers_note(what: str) -> nbf.NotebookNode:
         "number on this page describes the same models.\n"
         "```"
     )
+
+
+def hidden(source: str) -> nbf.NotebookNode:
+    """A code cell whose input the book folds away (tag ``hide-input``): its output is what matters."""
+    cell = code(source)
+    cell.metadata["tags"] = ["hide-input"]
+    return cell
