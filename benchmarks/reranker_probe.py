@@ -1,8 +1,8 @@
 """Probe: how well one reranker configuration learns, by its held-out KL per epoch (issue 4).
 
-Trains the ``vanilla`` (pseudo-ratings: gold = Excellent vs BM25's top non-gold = Bad, a balanced
-binary task where chance is ln 2 = 0.693 nats) and ``feedback_kl`` training sets of the rerank stage
-with the given settings, and prints the held-out KL after every epoch and the wall time. Used to
+Trains the ``vanilla`` (pseudo-ratings: gold = Excellent vs negatives drawn from zero-shot
+MiniLM's top-10 non-gold = Bad) and ``feedback_kl`` training sets of the rerank stage with the given
+settings, and prints the held-out KL after every epoch and the wall time. Used to
 decide the stage's configuration; not a test. Usage:
 
     .venv/bin/python benchmarks/reranker_probe.py --frozen 3 --pooling cls --lr 1e-4 --epochs 4
@@ -17,8 +17,8 @@ from fqa_analysis import data
 from fqa_analysis.cache import default_cache_root
 from fqa_analysis.profiling import peak_rss_mb
 from fqa_analysis.rerank import RerankConfig, encode_pairs, train_reranker
-from fqa_analysis.rerank_data import feedback_training_sets, training_examples
-from fqa_analysis.rerank_stage import RerankRunConfig, _ids, _pseudo_pairs
+from fqa_analysis.rerank_data import feedback_training_sets
+from fqa_analysis.rerank_stage import RerankRunConfig, _pseudo_pairs, example_ids
 
 
 def main() -> None:
@@ -29,12 +29,15 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=RerankConfig.lr)
     parser.add_argument("--epochs", type=int, default=RerankConfig.epochs)
     parser.add_argument("--variants", default="vanilla,feedback_kl")
+    parser.add_argument("--negatives", type=int, default=RerankRunConfig.pseudo_negatives)
     args = parser.parse_args()
     data_dir = data.resolve_data_dir(None)
     fb = {s: data.available_feedback(data_dir, s) for s in ("train", "valid")}
     sets = {
         "feedback_kl": feedback_training_sets(data.training_protocol(data_dir), fb["train"], fb["valid"]),
-        "vanilla": _pseudo_pairs(data_dir, RerankRunConfig()),
+        "vanilla": _pseudo_pairs(
+            data_dir, RerankRunConfig(pseudo_negatives=args.negatives), default_cache_root()
+        ),
     }
     config = RerankConfig(frozen_layers=args.frozen, pooling=args.pooling, lr=args.lr, epochs=args.epochs)
     pairs = [(p.question, p.passage_text) for fit, select in sets.values() for p in fit + select]
@@ -44,9 +47,7 @@ def main() -> None:
     for name in args.variants.split(","):
         fit, select = sets[name]
         t0 = time.perf_counter()
-        _, history = train_reranker(
-            _ids(training_examples(fit, "kl")), _ids(training_examples(select, "kl")), states, config, seed=0
-        )
+        _, history = train_reranker(example_ids(fit, "kl"), example_ids(select, "kl"), states, config, seed=0)
         kls = [round(e["select_kl"], 3) for e in history["epochs"]]
         print(
             f"{name}: held-out KL by epoch {kls} | {time.perf_counter() - t0:.0f} s | "
