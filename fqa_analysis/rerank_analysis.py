@@ -282,24 +282,22 @@ def reranker_quality(
     rqa_alone = float(base["correct"].mean())
     random_pick = float(base["gold_in_topk"].mean()) / float(mine["rqa_rank"].max())
     rated = mine[mine["reranker"] != "none"]
-    alone = select_top1(rated, p_excellent_score(rated))
-    reranked = score_outcomes(rated)
-    rows = []
-    for (reranker, seed), block in rated.groupby(["reranker", "seed"], sort=False):
-        pick = (alone["reranker"] == reranker) & (alone["seed"] == seed)
-        both = (reranked["reranker"] == reranker) & (reranked["seed"] == seed)
-        rows.append(
-            {
-                "reranker": reranker,
-                "seed": int(block["seed"].iloc[0]),
-                "auc": auc(block["p_excellent"].to_numpy(dtype=float), block["is_gold"].to_numpy(dtype=bool)),
-                "alone": float(alone.loc[pick, "correct"].mean()),
-                "reranked": float(reranked.loc[both, "correct"].mean()),
-                "rqa_alone": rqa_alone,
-                "random_in_topk": random_pick,
-            }
-        )
-    return pd.DataFrame(rows)
+    keys = ["reranker", "seed"]
+    separation = pd.Series(
+        {
+            key: auc(b["p_excellent"].to_numpy(dtype=float), b["is_gold"].to_numpy(dtype=bool))
+            for key, b in rated.groupby(keys, sort=False)
+        },
+        dtype=float,
+    ).rename_axis(keys)
+    table = pd.DataFrame(
+        {
+            "auc": separation,
+            "alone": select_top1(rated, p_excellent_score(rated)).groupby(keys, sort=False)["correct"].mean(),
+            "reranked": score_outcomes(rated).groupby(keys, sort=False)["correct"].mean(),
+        }
+    )
+    return table.assign(rqa_alone=rqa_alone, random_in_topk=random_pick).reset_index()
 
 
 def join_annotators(predictions: pd.DataFrame, items: pd.DataFrame) -> pd.DataFrame:
