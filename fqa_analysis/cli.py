@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from fqa_analysis import data
 from fqa_analysis.datacheck import check_data
@@ -28,11 +28,18 @@ from fqa_analysis.retrieval import SYSTEMS, FineTuneConfig
 __all__ = ["main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (argparse prints its whole usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fqa", description="FeedbackQA evaluation toolkit")
-    sub = parser.add_subparsers(dest="group", required=True)
+    parser = _Parser(prog="fqa", description="FeedbackQA evaluation toolkit")
+    sub = parser.add_subparsers(dest="group", required=True, parser_class=_Parser)
     data_p = sub.add_parser("data", help="fetch and check the FeedbackQA data")
-    data_sub = data_p.add_subparsers(dest="command", required=True)
+    data_sub = data_p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     dir_help = f"data folder (default: ${data.ENV_DATA_DIR}, else {data.default_cache_dir()})"
     fetch_p = data_sub.add_parser("fetch", help="download (or copy from a mirror) and verify")
     fetch_p.add_argument("--data-dir", type=Path, help=dir_help)
@@ -59,20 +66,18 @@ def _parser() -> argparse.ArgumentParser:
     # one line naming the option, the value and what is allowed (exit 2), never in a traceback or
     # half an hour into a run. Defaults are None so that `_pointless` sees what was given.
     run_p.add_argument(
-        "--subset", type=_int_at_least(1), help="only the first N questions of every split (CI smoke runs)"
+        "--subset", type=_int_in(1), help="only the first N questions of every split (CI smoke runs)"
     )
     run_p.add_argument(
         "--systems",
         type=_choices(SYSTEMS),
         help=f"comma-separated RQA systems (default: {','.join(SYSTEMS)})",
     )
-    run_p.add_argument("--seed", type=_int_at_least(0), help="RQA fine-tuning seed (default: 0)")
+    run_p.add_argument("--seed", type=_int_in(0), help="RQA fine-tuning seed (default: 0)")
     run_p.add_argument(
-        "--epochs", type=_int_at_least(1), help=f"RQA fine-tuning epochs (default: {FineTuneConfig.epochs})"
+        "--epochs", type=_int_in(1), help=f"RQA fine-tuning epochs (default: {FineTuneConfig.epochs})"
     )
-    run_p.add_argument(
-        "--max-steps", type=_int_at_least(1), help="stop every training after N steps (smoke runs)"
-    )
+    run_p.add_argument("--max-steps", type=_int_in(1), help="stop every training after N steps (smoke runs)")
     run_p.add_argument(
         "--variants",
         type=_choices(tuple(VARIANTS)),
@@ -89,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run_p.add_argument(
         "--rerank-epochs",
-        type=_int_at_least(1),
+        type=_int_in(1),
         help=f"epochs of feedback_kl and feedback_ce_majority (default: {RerankConfig.epochs}; vanilla, "
         "combined and feedback_ce_annotator train one, see RerankRunConfig.variant_epochs)",
     )
@@ -117,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run_p.add_argument(
         "--explain-epochs",
-        type=_int_at_least(1),
+        type=_int_in(1),
         help=f"explanation generator epochs (default: {GeneratorConfig.epochs})",
     )
     run_p.add_argument(
@@ -159,27 +164,17 @@ STAGES["all"] = set().union(*STAGES.values())
 MINILM_LAYERS = 6
 
 
-def _int_at_least(low: int) -> Any:
+def _int_in(low: int, high: int | None = None) -> Any:
+    """An argparse type: an integer in ``low..high`` (``low`` or more when ``high`` is None)."""
+    allowed = f"{low} or more" if high is None else f"{low}..{high}"
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer (allowed: {low} or more)") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {low} or more)")
-        return value
-
-    return parse
-
-
-def _int_in(low: int, high: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer (allowed: {low}..{high})") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {low}..{high})")
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer (allowed: {allowed})") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {allowed})")
         return value
 
     return parse

@@ -40,6 +40,7 @@ def test_a_bad_value_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert message in err
     assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1  # the error alone, not argparse's usage block
 
 
 @pytest.mark.parametrize(
