@@ -11,7 +11,7 @@ never retrained per RQA. Outputs (appended to ``results/``):
 
 Variants: ``feedback_kl``, ``feedback_ce_annotator``, ``feedback_ce_majority`` (feedback only,
 three losses); ``vanilla`` (pseudo-ratings from the feedback domains' QA train sets, no feedback:
-gold passage Excellent, three of zero-shot MiniLM's top-10 non-gold passages Bad); ``combined``
+gold passage Excellent, ``pseudo_negatives`` of zero-shot MiniLM's top-10 non-gold passages Bad); ``combined``
 (pseudo-ratings + feedback, KL; by default the same seed's ``vanilla`` model continued on the
 feedback with as many replayed pseudo pairs).
 """
@@ -198,9 +198,10 @@ def _pseudo_pairs(
     ranked = _ranked_negatives(splits, config, cache_root)
     negatives: dict[tuple[str, int], Sequence[int]] = {}
     for d, s in enumerate(splits):
-        for i, q in enumerate(s.questions):
+        # seeded by the question's own id (not its position in a drawn subset), as draw_negatives asks
+        for q, ranking in zip(s.questions, ranked[s.domain], strict=True):
             negatives[(s.domain, q.question_id)] = draw_negatives(
-                ranked[s.domain][i], q.passage_id, config.negative_pool, config.pseudo_negatives, [d, i]
+                ranking, q.passage_id, config.negative_pool, config.pseudo_negatives, [d, q.question_id]
             )
     pairs = pseudo_rated_pairs(splits, negatives, config.pseudo_negatives)
     by_hash = sorted({p.question for p in pairs}, key=lambda q: pair_id(q, ""))
