@@ -23,6 +23,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_npy",
+    "atomic_write_npz",
     "atomic_write_parquet",
     "content_key",
     "default_cache_root",
@@ -97,6 +98,16 @@ def atomic_write_npy(dest: Path, array: np.ndarray) -> None:
     def write(tmp: Path) -> None:
         with tmp.open("wb") as fh:
             np.save(fh, array)
+
+    _atomic(dest, write)
+
+
+def atomic_write_npz(dest: Path, **arrays: np.ndarray) -> None:
+    """Write named NumPy arrays (an uncompressed ``.npz``) atomically."""
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as fh:
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy stubs type **kwds as allow_pickle
 
     _atomic(dest, write)
 

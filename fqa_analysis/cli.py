@@ -113,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
         "--rescore",
         type=_choices(SYSTEMS),
         help="reranker: RQA systems whose top 5 every reranker rescores (default: "
-        f"{','.join(RerankRunConfig.score_rqa)}; each system adds about 25 minutes on two CPU cores)",
+        f"{','.join(RerankRunConfig.score_rqa)}; a pair two systems share is scored once)",
     )
     run_p.add_argument(
         "--device",
@@ -130,6 +130,12 @@ def _parser() -> argparse.ArgumentParser:
         type=_fractions,
         help="beyond stage: shares in (0, 1] of the training feedback for the learning curve "
         "(default: 0.1,0.25,0.5,1)",
+    )
+    run_p.add_argument(
+        "--experiment-seeds",
+        type=_int_list,
+        help="beyond stage: seeds of each learning-curve and transfer run (default: 0; the fraction-1 "
+        "point reuses every --seeds model)",
     )
     run_p.add_argument(
         "--depth",
@@ -158,7 +164,7 @@ STAGES: dict[str, set[str]] = {
     "rerank": _RERANK_OPTIONS,
     "explain": {"subset", "explain_epochs", "max_steps"},
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
-    "beyond": _RERANK_OPTIONS | {"fractions", "depth"},
+    "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth"},
 }
 STAGES["all"] = set().union(*STAGES.values())
 MINILM_LAYERS = 6
@@ -344,7 +350,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         beyond = BeyondRunConfig(
             rerank=rerank,
             fractions=args.fractions or BeyondRunConfig.fractions,
-            seeds=seeds,
+            seeds=args.experiment_seeds or BeyondRunConfig.seeds,
             depth=args.depth or BeyondRunConfig.depth,
         )
         _report(run_beyond(data_dir, args.out, beyond, args.cache_dir))

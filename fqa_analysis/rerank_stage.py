@@ -31,7 +31,7 @@ import pandas as pd
 from fqa_analysis import data
 from fqa_analysis.cache import (
     atomic_write_json,
-    atomic_write_npy,
+    atomic_write_npz,
     atomic_write_parquet,
     content_key,
     default_cache_root,
@@ -58,6 +58,7 @@ from fqa_analysis.rerank_data import (
     training_examples,
 )
 from fqa_analysis.results import load_candidates
+from fqa_analysis.retrieval import SYSTEMS
 
 __all__ = [
     "VARIANTS",
@@ -110,9 +111,11 @@ class RerankRunConfig:
         score_domains: Domains whose test candidates every reranker rescores. Quebec has no
             feedback and the chapters' overall leaves it out, as the paper does; its rows would
             double the scoring time.
-        score_rqa: RQA systems whose top-k every reranker rescores. Scoring a pair costs about as
-            much as training on it (about 100 pairs/s on two cores): the hybrid alone is 9,960
-            pairs, all four systems 20,065 (25 more minutes over 15 models).
+        score_rqa: RQA systems whose top-k every reranker rescores: all four, the paper's
+            decoupling (one trained reranker serves every RQA system). Scoring a pair costs about
+            as much as training on it (about 100 pairs/s on two cores) and a pair two systems share
+            is scored once: the hybrid alone is 9,960 pairs, all four systems 20,073 (about 27
+            more minutes over 15 models).
         holdout: Held-out share of questions for model selection (``available`` protocol).
     """
 
@@ -129,7 +132,7 @@ class RerankRunConfig:
     negative_source: str = "minilm"
     combined_from_vanilla: bool = True
     score_domains: tuple[str, ...] = data.FEEDBACK_DOMAINS
-    score_rqa: tuple[str, ...] = ("hybrid",)
+    score_rqa: tuple[str, ...] = SYSTEMS
     holdout: float = 0.2
 
 
@@ -417,6 +420,19 @@ def stage_model(
     return train_or_load(variant, seed, examples, select, states, model, cache_root, init)
 
 
+#: File in a model's cache folder holding every pair id it has scored and its P_phi.
+SCORES_FILE = "scores.npz"
+
+
+def _stored_scores(folder: Path) -> dict[str, np.ndarray]:
+    """The P_phi a model has stored for each pair id it scored (empty when none)."""
+    path = folder / SCORES_FILE
+    if not path.exists():
+        return {}
+    with np.load(path) as stored:
+        return dict(zip(stored["ids"].tolist(), stored["probs"], strict=True))
+
+
 def score_cached(
     folder: Path,
     weights: dict[str, Any],
@@ -425,33 +441,45 @@ def score_cached(
     model: RerankConfig,
     superset: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """P_phi of a trained reranker for ``ids``, cached beside its weights under the ids' key.
+    """P_phi of a trained reranker for ``ids``; only pairs it never scored are run through it.
+
+    Every pair a model scores is stored beside its weights (``scores.npz``, keyed by pair id), so
+    widening the scored set (``--rescore`` of another RQA system, the beyond stage's deeper
+    candidates) costs only the new pairs, and a pair keeps the exact P_phi it has in
+    ``candidates.parquet`` (rescoring it in other batches could move it by about 1e-4 under
+    bfloat16). A pair's value therefore depends on the batch it was first scored in: the same
+    command on the same cache gives the same numbers; a fresh cache may differ in the fourth
+    decimal.
 
     Args:
         folder: The model's cache folder.
         weights: Its weights.
         ids: Pair ids to score.
-        states: Lower-layer states covering ``ids``.
+        states: Lower-layer states covering the pairs not scored before.
         model: Settings.
-        superset: Ids of an earlier scoring of this model (e.g. the rerank stage's). When it is
-            cached and covers ``ids``, those probabilities are reused, so a pair keeps the exact
-            P_phi it has in ``candidates.parquet`` (rescoring in other batches can move it by
-            about 1e-4 under bfloat16).
+        superset: Ids of an earlier scoring of this model whose result an older code version
+            cached as ``pred_<key of the ids>.npy``; read into the store when present (as is
+            such a file for ``ids`` itself).
 
     Returns:
-        ``(probabilities of shape (len(ids), 4), from_cache)``.
+        ``(probabilities of shape (len(ids), 4), from_cache)``: ``from_cache`` when no pair was
+        scored now.
     """
-    path = folder / f"pred_{content_key(list(ids))}.npy"
-    if path.exists():
-        return np.load(path), True
-    if superset is not None:
-        known = folder / f"pred_{content_key(list(superset))}.npy"
-        where = {pid: i for i, pid in enumerate(superset)}
-        if known.exists() and all(pid in where for pid in ids):
-            return np.load(known)[[where[pid] for pid in ids]], True
-    probs = predict(weights, ids, states, model).astype(np.float32)
-    atomic_write_npy(path, probs)
-    return probs, False
+    known = _stored_scores(folder)
+    merged = False
+    for group in (ids, *([] if superset is None else [superset])):
+        legacy = folder / f"pred_{content_key(list(group))}.npy"
+        if legacy.exists() and not all(pid in known for pid in group):
+            known.update(zip(group, np.load(legacy), strict=True))
+            merged = True
+    missing = sorted(set(ids) - known.keys())
+    if missing:
+        probs = predict(weights, missing, states, model).astype(np.float32)
+        known.update(zip(missing, probs, strict=True))
+    if missing or merged:
+        order = sorted(known)
+        atomic_write_npz(folder / SCORES_FILE, ids=np.array(order), probs=np.stack([known[i] for i in order]))
+    return np.stack([known[i] for i in ids]) if ids else np.zeros((0, 4), np.float32), not missing
 
 
 def run_rerank(

@@ -27,6 +27,10 @@ from fqa_analysis.cli import main
         (["rqa", "--subset", "0"], "argument --subset: 0 is out of range"),
         (["beyond", "--fractions", "0.5,2"], "argument --fractions: '0.5,2' has a share outside (0, 1]"),
         (["beyond", "--fractions", "half"], "is not a list of numbers"),
+        (
+            ["beyond", "--experiment-seeds", "0,a"],
+            "argument --experiment-seeds: '0,a' is not a comma-separated",
+        ),
         (["beyond", "--depth", "3"], "argument --depth: 3 is out of range (allowed: 5..100)"),
         (["explain", "--max-steps", "two"], "argument --max-steps: 'two' is not an integer"),
     ],
@@ -52,6 +56,7 @@ def test_a_bad_value_is_one_line_and_exit_2(
         ),
         (["rerank", "--explain-epochs", "3"], "--explain-epochs is read by stage explain only"),
         (["explain", "--seeds", "0"], "--seeds is read by stage rerank / beyond only"),
+        (["rerank", "--experiment-seeds", "1"], "--experiment-seeds is read by stage beyond only"),
         (
             ["rqa", "--systems", "bm25,minilm", "--epochs", "2"],
             "--epochs sets the fine-tuning of minilm_ft / hybrid",

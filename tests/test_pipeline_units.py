@@ -159,3 +159,37 @@ def test_frozen5_candidates_join_the_rqa_rows_and_are_checked(tmp_path: Path) ->
     old.assign(p_bad=0.9).to_parquet(tmp_path / "frozen5_candidates.parquet")  # rows no longer sum to 1
     with pytest.raises(DataError, match=r"frozen5_candidates\.parquet.*do not sum to 1"):
         load_frozen5_candidates(tmp_path)
+
+
+def test_score_cached_runs_only_pairs_the_model_never_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fqa_analysis import rerank_stage
+    from fqa_analysis.rerank import RerankConfig
+
+    asked: list[list[str]] = []
+
+    def fake_predict(weights: object, ids: list[str], states: object, model: object) -> np.ndarray:
+        asked.append(list(ids))
+        # a different value at every call, so a re-scored pair would show
+        return np.array([[len(asked), ord(i[0]), 0.0, 0.0] for i in ids])
+
+    monkeypatch.setattr(rerank_stage, "predict", fake_predict)
+    model = RerankConfig()
+
+    def score(ids: list[str], superset: list[str] | None = None) -> tuple[np.ndarray, bool]:
+        return rerank_stage.score_cached(tmp_path, {}, ids, None, model, superset=superset)  # type: ignore[arg-type]
+
+    first, cached = score(["b", "a"])
+    assert asked == [["a", "b"]] and not cached
+    assert first[:, :2].tolist() == [[1, 98], [1, 97]]  # rows follow the ids asked for
+    second, cached = score(["c", "b"])
+    assert asked[-1] == ["c"] and not cached  # b keeps its first value
+    assert second[:, :2].tolist() == [[2, 99], [1, 98]]
+    third, cached = score(["a", "c"])
+    assert cached and len(asked) == 2 and third[:, 0].tolist() == [1, 2]
+    # an older code version's exact-key file is read into the store, not recomputed
+    np.save(tmp_path / f"pred_{content_key(['x', 'y'])}.npy", np.full((2, 4), 7.0, np.float32))
+    legacy, cached = score(["y"], superset=["x", "y"])
+    assert cached and legacy.tolist() == [[7.0] * 4] and len(asked) == 2
+    assert score(["x", "a"])[0][:, 0].tolist() == [7.0, 1.0]
