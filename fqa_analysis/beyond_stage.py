@@ -276,6 +276,45 @@ def _deep_rqa_rows(
     return pd.concat(frames, ignore_index=True), {(t.domain, t.split): t for t in tests}
 
 
+def _reused_deep_rqa_rows(out_dir: Path, candidates: pd.DataFrame, depth: int) -> pd.DataFrame | None:
+    """The RQA rows of an earlier ``deep_candidates.parquet`` in ``out_dir``, when still valid.
+
+    The RQA systems' top-``depth`` rows depend on the rqa stage only, not on any reranker; their
+    recomputation needs every RQA model (the fine-tuned MiniLM retrains for about an hour when its
+    cache is gone). They are reused when the file holds ``depth`` ranks of every RQA system and
+    its top ranks still equal ``candidates.parquet`` (the same passages, P_theta equal at the file's
+    float32 precision): a changed rqa stage changes those.
+
+    Returns:
+        The rows (reranker ``none``), or ``None`` when there is no such file or it is stale.
+    """
+    path = out_dir / "deep_candidates.parquet"
+    if not path.exists():
+        return None
+    old = load_table(out_dir, "deep_candidates.parquet")
+    old = old[old["reranker"] == NO_RERANKER].reset_index(drop=True)
+    top = candidates[
+        (candidates["reranker"] == NO_RERANKER) & candidates["domain"].isin(data.FEEDBACK_DOMAINS)
+    ]
+    ranks = old.groupby("rqa")["rqa_rank"].max()
+    if set(ranks.index) != set(top["rqa"]) or (ranks != depth).any():
+        return None
+    keys = ["rqa", "domain", "split", "question_id", "rqa_rank"]
+    merged = top.merge(old, on=keys, suffixes=("", "_deep"))
+    same = (merged["passage_id"] == merged["passage_id_deep"]) & np.isclose(
+        merged["p_rqa"].astype(np.float32), merged["p_rqa_deep"], rtol=1e-6, atol=0.0
+    )
+    return old if len(merged) == len(top) and bool(same.all()) else None
+
+
+def _test_pools(
+    data_dir: Path, rows: pd.DataFrame, subset: int | None
+) -> dict[tuple[str, str], data.QASplit]:
+    """The test splits that ``rows`` come from (their pools name the passages)."""
+    pairs = rows[["domain", "split"]].drop_duplicates().itertuples(index=False)
+    return {(d, s): _subset(data.load_qa_split(data_dir, d, s), subset) for d, s in pairs}
+
+
 def _check_against_candidates(deep: pd.DataFrame, candidates: pd.DataFrame, out_dir: Path) -> None:
     """The deep table's top rows must be the candidate table's (else one of them is stale)."""
     keys = ["rqa", "domain", "split", "question_id", "rqa_rank"]
@@ -356,8 +395,14 @@ def run_beyond(
         inputs, states, config, cache_root, timings, from_cache
     )
     with stage(timings, "deep/rqa"):
-        deep, pools = _deep_rqa_rows(data_dir, out_dir, config.depth, cache_root)
-        _check_against_candidates(deep, inputs.candidates, out_dir)
+        reused = _reused_deep_rqa_rows(out_dir, inputs.candidates, config.depth)
+        if reused is None:
+            deep, pools = _deep_rqa_rows(data_dir, out_dir, config.depth, cache_root)
+            _check_against_candidates(deep, inputs.candidates, out_dir)
+        else:
+            deep = reused
+            pools = _test_pools(data_dir, deep, _rqa_stage(out_dir)["config"]["subset"])
+    from_cache["deep/rqa"] = reused is not None
     reranked, new_pairs = _deep_reranked_rows(
         deep, inputs, states, config, pools, cache_root, timings, from_cache
     )
@@ -388,6 +433,10 @@ def run_beyond(
         "config": config_record,
         "experiment_runs": runs,
         "deep_new_pairs": new_pairs,
+        "deep_rqa_rows": "reused from the earlier deep_candidates.parquet (top ranks checked against "
+        "candidates.parquet)"
+        if reused is not None
+        else "computed from the rqa stage's models",
         **provenance(timings, CACHE_VERSION),
     }
     _update_manifest(out_dir / "manifest.json", "beyond", entry)

@@ -365,3 +365,35 @@ def test_a_warm_start_continues_from_the_given_weights(tmp_path: Path) -> None:
         predict(warm, ids, states, config), predict(init, ids, states, config), atol=1e-6
     )
     assert not np.allclose(predict(cold, ids, states, config), predict(init, ids, states, config), atol=1e-3)
+
+
+def test_deep_rqa_rows_are_reused_only_while_they_match_the_candidates(tmp_path: Path) -> None:
+    from fqa_analysis.beyond_stage import _reused_deep_rqa_rows
+
+    def rows(rqa: str, ranks: int, p_first: float) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "rqa": rqa,
+                "reranker": "none",
+                "domain": "WHO",
+                "split": "test",
+                "question_id": 0,
+                "rqa_rank": range(1, ranks + 1),
+                "passage_id": range(10, 10 + ranks),
+                "p_rqa": [p_first] + [0.01] * (ranks - 1),
+            }
+        )
+
+    candidates = pd.concat([rows("bm25", 2, 0.5), rows("hybrid", 2, 0.7)], ignore_index=True)
+    deep = pd.concat([rows("bm25", 3, 0.5), rows("hybrid", 3, 0.7)], ignore_index=True)
+    assert _reused_deep_rqa_rows(tmp_path, candidates, 3) is None  # no earlier file
+    deep.astype({"p_rqa": np.float32}).to_parquet(tmp_path / "deep_candidates.parquet")
+    reused = _reused_deep_rqa_rows(tmp_path, candidates, 3)
+    assert reused is not None and len(reused) == 6
+    assert _reused_deep_rqa_rows(tmp_path, candidates, 20) is None  # fewer ranks than asked for
+    moved = candidates.assign(p_rqa=lambda f: f["p_rqa"].where(f["rqa"] != "hybrid", 0.71))
+    assert _reused_deep_rqa_rows(tmp_path, moved, 3) is None  # the rqa stage changed since
+    other = candidates.assign(passage_id=lambda f: f["passage_id"][::-1].to_numpy())
+    assert _reused_deep_rqa_rows(tmp_path, other, 3) is None
+    extra = pd.concat([candidates, rows("minilm", 2, 0.4)], ignore_index=True)
+    assert _reused_deep_rqa_rows(tmp_path, extra, 3) is None  # a system the file lacks

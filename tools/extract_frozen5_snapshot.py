@@ -3,14 +3,11 @@
 The rerank stage of commit c6e5a17 trained every reranker with the lower 5 of MiniLM's 6 layers
 frozen (`--frozen-layers 5`, 4 epochs, lr 1e-4, 2,000 QA-train questions of all five domains with
 BM25's top non-gold as the one negative; 58 min on 2 cores). Its reranked candidate rows of the
-four feedback domains (every RQA system) are copied here from git, unchanged, for two readers:
-the reranking chapter's "capacity" row (what training every layer buys), and the two "Beyond the
-paper" chapters, whose own stage (`fqa run beyond`) was computed on those rerankers and has not
-been re-run on the fully trained ones yet. `results/frozen5_rating_predictions.parquet` keeps
-their P_phi on feedback_test, and `results/frozen5_candidates.json` that stage's config and
-compute times. Usage (from the repository root):
+four feedback domains (every RQA system) are copied here from git, unchanged, for the reranking
+chapter's "capacity" row (what training every layer buys); `results/frozen5_candidates.json` keeps
+that stage's config and compute times. Usage (from the repository root):
 
-    .venv/bin/python tools/extract_frozen_baseline.py
+    .venv/bin/python tools/extract_frozen5_snapshot.py
 """
 
 from __future__ import annotations
@@ -34,9 +31,6 @@ def main() -> None:
     keep = (table["reranker"] != "none") & table["domain"].isin(["Australia", "CDC", "UK", "WHO"])
     rows = table[keep].reset_index(drop=True)
     rows.to_parquet("results/frozen5_candidates.parquet", index=False)
-    # The same rerankers' P_phi on feedback_test (the calibration section of "Beyond the paper I").
-    predictions = pd.read_parquet(io.BytesIO(_git_bytes("results/rating_predictions.parquet")))
-    predictions.to_parquet("results/frozen5_rating_predictions.parquet", index=False)
     stage = json.loads(_git_bytes("results/manifest.json"))["stages"]["rerank"]
     record = {
         "source_commit": COMMIT,

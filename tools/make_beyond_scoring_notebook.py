@@ -1,6 +1,6 @@
 """Write book/beyond_scoring.ipynb: calibration, the combination weight and the reranking depth (issue 6)."""
 
-from nbgen import code, frozen_rerankers_note, md, write
+from nbgen import code, md, write
 
 cells = [
     md(
@@ -15,17 +15,12 @@ cells = [
         "3. **The depth.** Reranking the top k for k = 1..20, against the recall@k ceiling.\n\n"
         "Everything is computed from `results/` (`candidates.parquet`, and `deep_candidates.parquet` and "
         "`selection_predictions.parquet` written by `fqa run beyond`). Protocol `available` (DESIGN §3): the "
-        "rerankers are the MiniLM cross-encoders of the reranking chapter (five lower layers frozen), which "
-        "separate the gold passage from the other top-5 candidates only slightly (AUC 0.54-0.63); every effect "
-        "below is bounded by that, and is reported as measured. Overall = the four feedback domains' 1,992 test "
+        "rerankers are the fully fine-tuned MiniLM cross-encoders of the reranking chapter, one trained model "
+        "per variant and seed rescoring every RQA system; how well each separates the gold passage from the "
+        "other candidates (ROC AUC, reranker alone) is measured there, and every effect below is bounded by it. "
+        "Overall = the four feedback domains' 1,992 test "
         "questions, micro-averaged; reranker outcomes are averaged over their three seeds per question before "
         "every bootstrap."
-    ),
-    frozen_rerankers_note(
-        "This chapter was computed by `fqa run beyond` on the first rerankers of the project, which train only "
-        "the top layer of MiniLM above five frozen ones and barely tell the gold passage from the RQA's other "
-        "candidates (ROC AUC 0.54-0.59), so the effects below are bounded by that weakness. Re-running the "
-        "stage retrains 33 models: over 90 minutes on two CPU cores."
     ),
     code(
         "import matplotlib.pyplot as plt\n"
@@ -35,9 +30,9 @@ cells = [
         "from fqa_analysis.plots import plot_lines, plot_reliability\n"
         "from fqa_analysis.ratings import item_ratings\n"
         "from fqa_analysis.rerank_analysis import join_annotators, per_item_rating_scores, rating_quality_table\n"
-        "from fqa_analysis.results import load_frozen5_candidates, load_manifest, load_table, results_dir\n\n"
+        "from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir\n\n"
         "RESULTS = results_dir()\n"
-        "candidates = load_frozen5_candidates(RESULTS)  # the rerankers this chapter's stage ran on\n"
+        "candidates = load_candidates(RESULTS)\n"
         'deep = load_table(RESULTS, "deep_candidates.parquet")\n'
         'selection = load_table(RESULTS, "selection_predictions.parquet")\n'
         'manifest = load_manifest(RESULTS)["stages"]\n'
@@ -85,7 +80,7 @@ cells = [
         'rating_temps.groupby("reranker", sort=False)[["n", "temperature", "ce_t1", "ce_fitted"]].agg(["mean", "std"]).round(3)'
     ),
     code(
-        'predictions = load_table(RESULTS, "frozen5_rating_predictions.parquet")  # the same rerankers\n'
+        'predictions = load_table(RESULTS, "rating_predictions.parquet")\n'
         'test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))\n'
         "joined = {\n"
         '    "raw": join_annotators(predictions, test_items),\n'

@@ -32,16 +32,6 @@ cells = [
         "for the item (what a deployed system knows), or `majority`, the annotators' majority (ties to the "
         "lower rating), which isolates explanation quality from rating errors."
     ),
-    md(
-        "```{admonition} The predicted ratings come from the previous, frozen-layer reranker\n"
-        ":class: warning\n\n"
-        "The `predicted` rating source is the `feedback_kl` reranker (seed 0) of the project's first rerank "
-        "stage, which trained only the top layer of MiniLM above five frozen ones. The reranking chapters now "
-        "use fully fine-tuned rerankers; `fqa run explain` has not been re-run on them yet (its generator "
-        "retrains for about 40 minutes on two CPU cores). The `majority` rating source, which measures "
-        "explanation quality alone, does not depend on any reranker.\n"
-        "```"
-    ),
     code(
         "import pandas as pd\n\n"
         "from fqa_analysis.report import ci_table\n"
