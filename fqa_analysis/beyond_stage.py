@@ -182,7 +182,12 @@ def _experiment_rows(
         from_cache[f"{name}/train"] = cached
         with stage(timings, f"{name}/score"):
             probs, from_cache[f"{name}/score"] = score_cached(
-                folder, weights, score_ids, states, config.rerank.model, superset=inputs.score_ids
+                folder,
+                weights,
+                score_ids,
+                states,
+                config.rerank.model,
+                earlier=[inputs.score_ids, *inputs.earlier_score_ids],
             )
         record[name] = {"fit_pairs": len(run.fit), "select_pairs": len(run.select), "history": history}
         tags: dict[str, Any] = {"experiment": run.experiment, "setting": run.setting, "seed": run.seed}
@@ -366,7 +371,14 @@ def _deep_reranked_rows(
     for variant, seed, _, weights, folder in models:
         name = f"deep/{variant}/seed{seed}"
         with stage(timings, name):
-            known, known_cached = score_cached(folder, weights, inputs.score_ids, states, config.rerank.model)
+            known, known_cached = score_cached(
+                folder,
+                weights,
+                inputs.score_ids,
+                states,
+                config.rerank.model,
+                earlier=inputs.earlier_score_ids,
+            )
             fresh, fresh_cached = score_cached(folder, weights, new_ids, both, config.rerank.model)
         from_cache[name] = known_cached and fresh_cached
         lookup = dict(zip(inputs.score_ids, known, strict=True)) | dict(zip(new_ids, fresh, strict=True))

@@ -268,6 +268,19 @@ class RerankInputs:
         """The pair ids every trained reranker scores (candidates and feedback_test), sorted."""
         return sorted(set(self.cand_ids) | set(self.test_ids))
 
+    @cached_property
+    def earlier_score_ids(self) -> list[list[str]]:
+        """``score_ids`` as a run that rescored one RQA system alone would have had them.
+
+        An older code version cached a model's scores under the key of its whole id list; these
+        lists let ``score_cached`` find such a file (one system was rescored by default then).
+        """
+        systems = self.rqa_rows["rqa"].to_numpy()
+        return [
+            sorted({i for i, s in zip(self.cand_ids, systems, strict=True) if s == rqa} | set(self.test_ids))
+            for rqa in dict.fromkeys(systems)
+        ]
+
 
 def replay_sample(pseudo: Sequence[RatedPair], n: int, seed: int = 0) -> list[RatedPair]:
     """A seeded draw of ``n`` pseudo pairs (order kept), replayed beside the feedback of ``combined``.
@@ -439,7 +452,7 @@ def score_cached(
     ids: Sequence[str],
     states: PairStates,
     model: RerankConfig,
-    superset: Sequence[str] | None = None,
+    earlier: Sequence[Sequence[str]] = (),
 ) -> tuple[np.ndarray, bool]:
     """P_phi of a trained reranker for ``ids``; only pairs it never scored are run through it.
 
@@ -457,9 +470,9 @@ def score_cached(
         ids: Pair ids to score.
         states: Lower-layer states covering the pairs not scored before.
         model: Settings.
-        superset: Ids of an earlier scoring of this model whose result an older code version
-            cached as ``pred_<key of the ids>.npy``; read into the store when present (as is
-            such a file for ``ids`` itself).
+        earlier: Id lists of earlier scorings of this model whose results an older code version
+            cached as ``pred_<key of the ids>.npy``; such files are read into the store when
+            present (as is one for ``ids`` itself).
 
     Returns:
         ``(probabilities of shape (len(ids), 4), from_cache)``: ``from_cache`` when no pair was
@@ -467,7 +480,7 @@ def score_cached(
     """
     known = _stored_scores(folder)
     merged = False
-    for group in (ids, *([] if superset is None else [superset])):
+    for group in (ids, *earlier):
         legacy = folder / f"pred_{content_key(list(group))}.npy"
         if legacy.exists() and not all(pid in known for pid in group):
             known.update(zip(group, np.load(legacy), strict=True))
@@ -514,7 +527,9 @@ def run_rerank(
             from_cache[f"{variant}/seed{seed}/train"] = cached
             histories[f"{variant}/seed{seed}"] = history
             with stage(timings, f"{variant}/seed{seed}/score"):
-                probs, cached = score_cached(folder, weights, score_ids, states, config.model)
+                probs, cached = score_cached(
+                    folder, weights, score_ids, states, config.model, earlier=inputs.earlier_score_ids
+                )
             from_cache[f"{variant}/seed{seed}/score"] = cached
             rows = rqa_rows.copy()
             rows["reranker"], rows["seed"] = variant, seed
