@@ -354,13 +354,16 @@ def _add_compute_times(
     from_cache: dict[str, bool],
     config: dict[str, Any],
     ignore: tuple[str, ...] = (),
+    extended: frozenset[str] = frozenset(),
 ) -> None:
     """Give every step ``compute_s`` and ``compute_peak_rss_mb``: the cost of computing it.
 
     ``wall_s`` is this invocation's time; for a step served from the cache, ``compute_s`` is
     carried over from the previous manifest entry of the same stage and configuration (the run
     that computed it). Config keys in ``ignore`` (e.g. which systems ran: steps are named per
-    system) do not count as a different configuration.
+    system) do not count as a different configuration. A step in ``extended`` finished work that
+    the previous run's step began (e.g. scoring only the pairs a model had not scored yet): its
+    ``compute_s`` is the previous one plus this run's.
     """
 
     def same(record: dict[str, Any]) -> dict[str, Any]:
@@ -375,9 +378,13 @@ def _add_compute_times(
         cached = from_cache.get(step, False)
         record["from_cache"] = cached
         before = previous.get(step, {})
-        record["compute_s"] = (
-            before.get("compute_s", before.get("wall_s")) if cached and before else record["wall_s"]
-        )
+        earlier = before.get("compute_s", before.get("wall_s", 0.0)) if before else 0.0
+        if cached and before:
+            record["compute_s"] = earlier
+        elif step in extended:
+            record["compute_s"] = round(earlier + record["wall_s"], 2)
+        else:
+            record["compute_s"] = record["wall_s"]
         if "peak_rss_mb" in record:  # the memory of the run that computed the step, likewise
             record["compute_peak_rss_mb"] = (
                 before.get("compute_peak_rss_mb", before.get("peak_rss_mb", record["peak_rss_mb"]))

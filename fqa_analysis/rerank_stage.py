@@ -446,6 +446,13 @@ def _stored_scores(folder: Path) -> dict[str, np.ndarray]:
         return dict(zip(stored["ids"].tolist(), stored["probs"], strict=True))
 
 
+def has_scores(folder: Path, earlier: Sequence[Sequence[str]] = ()) -> bool:
+    """Whether a model has scored any pair before (its store, or an older version's file)."""
+    return (folder / SCORES_FILE).exists() or any(
+        (folder / f"pred_{content_key(list(group))}.npy").exists() for group in earlier
+    )
+
+
 def score_cached(
     folder: Path,
     weights: dict[str, Any],
@@ -518,6 +525,7 @@ def run_rerank(
     score_ids = inputs.score_ids
     position = {pid: i for i, pid in enumerate(score_ids)}
     new_rows, prediction_rows, histories = [], [], {}
+    extended: set[str] = set()  # score steps that only added pairs to an earlier scoring
     for variant in config.variants:
         for seed in config.seeds:
             with stage(timings, f"{variant}/seed{seed}/train"):
@@ -526,11 +534,14 @@ def run_rerank(
                 )
             from_cache[f"{variant}/seed{seed}/train"] = cached
             histories[f"{variant}/seed{seed}"] = history
-            with stage(timings, f"{variant}/seed{seed}/score"):
+            step = f"{variant}/seed{seed}/score"
+            if has_scores(folder, inputs.earlier_score_ids):
+                extended.add(step)
+            with stage(timings, step):
                 probs, cached = score_cached(
                     folder, weights, score_ids, states, config.model, earlier=inputs.earlier_score_ids
                 )
-            from_cache[f"{variant}/seed{seed}/score"] = cached
+            from_cache[step] = cached
             rows = rqa_rows.copy()
             rows["reranker"], rows["seed"] = variant, seed
             rows[RATING_COLUMNS] = stored_probabilities(probs[[position[i] for i in cand_ids]])
@@ -559,9 +570,16 @@ def run_rerank(
         out_dir / "rating_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
     )
     config_record = {**asdict(config), "variants": {v: VARIANTS[v] for v in config.variants}}
-    # Steps are named per variant and seed, so which ones ran is not part of the comparison.
+    # Steps are named per variant and seed, so which ones ran is not part of the comparison; the
+    # scored RQA systems change no model, and a score step that adds pairs extends the last one.
     _add_compute_times(
-        out_dir / "manifest.json", "rerank", timings, from_cache, config_record, ("variants", "seeds")
+        out_dir / "manifest.json",
+        "rerank",
+        timings,
+        from_cache,
+        config_record,
+        ("variants", "seeds", "score_rqa"),
+        frozenset(extended),
     )
     entry = {
         "stage": "rerank",

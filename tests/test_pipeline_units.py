@@ -91,6 +91,10 @@ def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:
     atomic_write_json(manifest, old)
     _add_compute_times(manifest, "rerank", rerank, {"a/fit": True}, config)
     assert rerank["a/fit"]["compute_s"] == 0.5  # another stage's times are not borrowed
+    atomic_write_json(manifest, old)
+    more = {"a/test": {"wall_s": 30.0}}
+    _add_compute_times(manifest, "rqa", more, {"a/test": False}, config, (), frozenset({"a/test"}))
+    assert more["a/test"]["compute_s"] == 90.0  # finished what the previous run began: 60 + 30
 
 
 def test_rerank_stage_needs_the_rqa_stage_first(tiny_data: Path, tmp_path: Path) -> None:
