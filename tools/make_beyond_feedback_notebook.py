@@ -198,7 +198,8 @@ cells = [
         'runs_cost = runs.assign(train_s=[sum(e["wall_s"] for e in stage["experiment_runs"][r]["history"]["epochs"]) for r in runs["run"]])\n'
         'summary = runs_cost.groupby("experiment")["train_s"].agg(["count", "mean", "sum"]).round(1)\n'
         'recorded = sum(v["compute_s"] for v in stage["timings"].values())\n'
-        'print(f"experiment runs: {runs_cost.train_s.sum() / 60:.1f} min of training (fraction 1, included, is the rerank stage\'s model); "\n'
+        'print(f"experiment runs: {runs_cost.train_s.sum() / 60:.1f} min of training "\n'
+        '      "(fraction 1, included, is the rerank stage\'s model); "\n'
         '      f"steps recorded in the manifest: {recorded / 60:.1f} min")\n'
         "summary"
     ),
