@@ -21,7 +21,7 @@ SUBSET = 6
 SYSTEMS = ["bm25", "minilm", "minilm_ft", "hybrid"]
 TEST_SETS = 6  # four feedback domains + Quebec's two test files
 RERANKED_SETS = 4  # the rerankers rescore the feedback domains (RerankRunConfig.score_domains)
-RESCORED = 1  # ... of the hybrid RQA (RerankRunConfig.score_rqa)
+RESCORED = len(SYSTEMS)  # ... of every RQA system (RerankRunConfig.score_rqa)
 
 
 @pytest.fixture(scope="module")
