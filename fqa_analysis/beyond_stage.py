@@ -304,12 +304,23 @@ def _reused_deep_rqa_rows(out_dir: Path, candidates: pd.DataFrame, depth: int) -
     ranks = old.groupby("rqa")["rqa_rank"].max()
     if set(ranks.index) != set(top["rqa"]) or (ranks != depth).any():
         return None
+    missing, stale = _top_row_mismatches(old, top, np.float32, rtol=1e-6, atol=0.0)
+    return old if not missing and not stale else None
+
+
+def _top_row_mismatches(
+    deep: pd.DataFrame, top: pd.DataFrame, dtype: type, rtol: float, atol: float
+) -> tuple[bool, int]:
+    """Whether any of the RQA rows ``top`` is missing from ``deep``, and how many differ there.
+
+    A row differs when its passage or its P_theta (compared as ``dtype``) does.
+    """
     keys = ["rqa", "domain", "split", "question_id", "rqa_rank"]
-    merged = top.merge(old, on=keys, suffixes=("", "_deep"))
-    same = (merged["passage_id"] == merged["passage_id_deep"]) & np.isclose(
-        merged["p_rqa"].astype(np.float32), merged["p_rqa_deep"], rtol=1e-6, atol=0.0
+    merged = top.merge(deep[deep["rqa_rank"] <= top["rqa_rank"].max()], on=keys, suffixes=("", "_deep"))
+    stale = (merged["passage_id"] != merged["passage_id_deep"]) | ~np.isclose(
+        merged["p_rqa"].astype(dtype), merged["p_rqa_deep"].astype(dtype), rtol=rtol, atol=atol
     )
-    return old if len(merged) == len(top) and bool(same.all()) else None
+    return len(merged) != len(top), int(stale.sum())
 
 
 def _test_pools(
@@ -322,18 +333,15 @@ def _test_pools(
 
 def _check_against_candidates(deep: pd.DataFrame, candidates: pd.DataFrame, out_dir: Path) -> None:
     """The deep table's top rows must be the candidate table's (else one of them is stale)."""
-    keys = ["rqa", "domain", "split", "question_id", "rqa_rank"]
     top = candidates[
         (candidates["reranker"] == NO_RERANKER) & candidates["domain"].isin(data.FEEDBACK_DOMAINS)
     ]
-    merged = top.merge(deep[deep["rqa_rank"] <= top["rqa_rank"].max()], on=keys, suffixes=("", "_deep"))
-    stale = (merged["passage_id"] != merged["passage_id_deep"]) | ~np.isclose(
-        merged["p_rqa"], merged["p_rqa_deep"], atol=1e-9
-    )
-    if len(merged) != len(top) or stale.any():
+    # np.isclose's default rtol (1e-5) with atol 1e-9, as this check always used
+    missing, stale = _top_row_mismatches(deep, top, np.float64, rtol=1e-5, atol=1e-9)
+    if missing or stale:
         raise ValueError(
             f"{out_dir / 'candidates.parquet'}: its top candidates differ from the RQA scores in the cache "
-            f"({int(stale.sum())} of {len(top)} rows); rerun `fqa run rqa` and `fqa run rerank` "
+            f"({stale} of {len(top)} rows); rerun `fqa run rqa` and `fqa run rerank` "
             "before `fqa run beyond`"
         )
 

@@ -446,11 +446,14 @@ def _stored_scores(folder: Path) -> dict[str, np.ndarray]:
         return dict(zip(stored["ids"].tolist(), stored["probs"], strict=True))
 
 
+def _legacy_scores_file(folder: Path, ids: Sequence[str]) -> Path:
+    """Where an older code version cached a model's P_phi for exactly ``ids``."""
+    return folder / f"pred_{content_key(list(ids))}.npy"
+
+
 def has_scores(folder: Path, earlier: Sequence[Sequence[str]] = ()) -> bool:
     """Whether a model has scored any pair before (its store, or an older version's file)."""
-    return (folder / SCORES_FILE).exists() or any(
-        (folder / f"pred_{content_key(list(group))}.npy").exists() for group in earlier
-    )
+    return (folder / SCORES_FILE).exists() or any(_legacy_scores_file(folder, g).exists() for g in earlier)
 
 
 def score_cached(
@@ -488,7 +491,7 @@ def score_cached(
     known = _stored_scores(folder)
     merged = False
     for group in (ids, *earlier):
-        legacy = folder / f"pred_{content_key(list(group))}.npy"
+        legacy = _legacy_scores_file(folder, group)
         if legacy.exists() and not all(pid in known for pid in group):
             known.update(zip(group, np.load(legacy), strict=True))
             merged = True
