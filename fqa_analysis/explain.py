@@ -23,7 +23,7 @@ import json
 import shutil
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ __all__ = [
     "train_generator",
 ]
 
-CACHE_VERSION = "explain-1"
+CACHE_VERSION = "explain-2"
 
 #: The template baseline's sentence per rating (written by hand from the label definitions).
 TEMPLATES: dict[str, str] = {
@@ -182,37 +182,112 @@ class RetrievalExplainer(Explainer):
         return [self.examples[i].explanation for i in self.nearest(rows)]
 
 
+#: The decoder's forced first tokens for each rating. The decoder reads the rating from its own
+#: prefix through self-attention, which is pretrained, rather than only through cross-attention
+#: to the encoder, which starts untrained: with the rating in the encoder input alone, three
+#: epochs gave one stock sentence whatever the rating.
+RATING_PREFIX: dict[str, str] = {
+    "Excellent": "excellent:",
+    "Acceptable": "acceptable:",
+    "Could be Improved": "could be improved:",
+    "Bad": "bad:",
+}
+
+
 @dataclass(frozen=True)
 class GeneratorConfig:
-    """Settings of the MiniLM2MiniLM explanation generator."""
+    """How the MiniLM2MiniLM explanation generator is trained (everything its cache key reads)."""
 
     source_max_len: int = 160
     target_max_len: int = 40
-    epochs: int = 3
-    batch_size: int = 16
+    epochs: int = 6
+    #: (question, passage) pairs per optimiser step; each brings the explanations of all of its
+    #: annotators, which share one encoder pass (the encoder is most of the compute).
+    batch_pairs: int = 8
     lr: float = 1e-4
     weight_decay: float = 0.01
     warmup: float = 0.1
     seed: int = 0
     threads: int = 2
     bf16: bool = True
-    #: Greedy decoding, no repeated trigram, at most this many new tokens.
-    max_new_tokens: int = 40
-    no_repeat_ngram_size: int = 3
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None
 
 
-def _source(tokenizer: Any, rows: Sequence[tuple[str, str, str]], config: GeneratorConfig) -> Any:
-    """Encoder input: "rating: question" as the first segment, the passage as the second."""
+@dataclass(frozen=True)
+class DecodeConfig:
+    """How a trained generator writes an explanation (not part of the training cache key).
+
+    The greedy explanation is always the first candidate; ``candidates`` more are sampled
+    (nucleus ``top_p``) and a :class:`CandidateChooser` keeps one. ``candidates = 0`` is greedy
+    decoding.
+    """
+
+    max_new_tokens: int = 40
+    no_repeat_ngram_size: int = 3
+    repetition_penalty: float = 1.0
+    candidates: int = 4
+    top_p: float = 0.9
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """A (question, passage) pair and its annotators' (rating, explanation) targets."""
+
+    question: str
+    passage_text: str
+    targets: tuple[tuple[str, str], ...]
+
+
+def _pairs(examples: Sequence[ExplanationExample]) -> list[_Pair]:
+    """Examples grouped by (question, passage), in order of first appearance."""
+    grouped: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for e in examples:
+        grouped.setdefault((e.question, e.passage_text), []).append((e.rating, e.explanation))
+    return [_Pair(q, p, tuple(t)) for (q, p), t in grouped.items()]
+
+
+def _source(tokenizer: Any, pairs: Sequence[tuple[str, str]], max_len: int) -> Any:
+    """Encoder input: the question as the first segment, the passage (truncated) as the second."""
     return tokenizer(
-        [f"{r}: {q}" for q, _, r in rows],
-        [p for _, p, _ in rows],
+        [q for q, _ in pairs],
+        [p for _, p in pairs],
         padding=True,
         truncation="only_second",
-        max_length=config.source_max_len,
+        max_length=max_len,
         return_tensors="pt",
     )
+
+
+def _prefix_ids(tokenizer: Any, rating: str) -> list[int]:
+    """``[CLS]`` followed by the rating's prefix tokens: what the decoder is forced to start with."""
+    return [tokenizer.cls_token_id, *tokenizer(RATING_PREFIX[rating], add_special_tokens=False)["input_ids"]]
+
+
+def _decoder_batch(tokenizer: Any, targets: Sequence[tuple[str, str]], max_len: int) -> tuple[Any, Any, Any]:
+    """Decoder inputs, attention mask and labels for (rating, explanation) targets.
+
+    Each sequence is ``[CLS] prefix explanation [SEP]``; the labels score the explanation and
+    ``[SEP]`` only (-100 on the forced prefix and the padding).
+    """
+    import torch
+
+    seqs, starts = [], []
+    for rating, text in targets:
+        prefix = _prefix_ids(tokenizer, rating)
+        body = tokenizer(text, add_special_tokens=False, truncation=True, max_length=max_len)["input_ids"]
+        seqs.append([*prefix, *body, tokenizer.sep_token_id])
+        starts.append(len(prefix))
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), tokenizer.pad_token_id, dtype=torch.long)
+    labels = torch.full((len(seqs), width - 1), -100, dtype=torch.long)
+    for i, (seq, start) in enumerate(zip(seqs, starts, strict=True)):
+        ids[i, : len(seq)] = torch.tensor(seq)
+        # labels[j] is the token after position j; the first explanation token sits at `start`
+        labels[i, start - 1 : len(seq) - 1] = torch.tensor(seq[start:])
+    mask = (ids != tokenizer.pad_token_id).long()
+    return ids[:, :-1], mask[:, :-1], labels
 
 
 def _new_model(tokenizer: Any) -> Any:
@@ -239,50 +314,51 @@ def _set_special_tokens(model: Any, tokenizer: Any) -> None:
     model.generation_config.eos_token_id = tokenizer.sep_token_id
 
 
-def _loss(model: Any, tokenizer: Any, batch: Sequence[ExplanationExample], config: GeneratorConfig) -> Any:
-    """Teacher-forced token cross-entropy, padding ignored.
+def _loss(model: Any, tokenizer: Any, pairs: Sequence[_Pair], config: GeneratorConfig) -> Any:
+    """Teacher-forced token cross-entropy over every target of the pairs; one encoder pass per pair.
 
     Computed here rather than by ``EncoderDecoderModel``, whose built-in loss path warns on
     every call.
     """
     import torch
 
-    src = _source(tokenizer, [(e.question, e.passage_text, e.rating) for e in batch], config)
-    tgt = tokenizer(
-        [e.explanation for e in batch],
-        padding=True,
-        truncation=True,
-        max_length=config.target_max_len,
-        return_tensors="pt",
+    src = _source(tokenizer, [(p.question, p.passage_text) for p in pairs], config.source_max_len)
+    counts = torch.tensor([len(p.targets) for p in pairs])
+    decoder_in, decoder_mask, labels = _decoder_batch(
+        tokenizer, [t for p in pairs for t in p.targets], config.target_max_len
     )
-    labels = tgt["input_ids"][:, 1:]  # drop [CLS]: the decoder starts from it
-    decoder_in = tgt["input_ids"][:, :-1]
-    decoder_mask = tgt["attention_mask"][:, :-1]
     with bf16_autocast(config.bf16):
+        hidden = model.encoder(
+            input_ids=src["input_ids"], attention_mask=src["attention_mask"]
+        ).last_hidden_state
         out = model(
-            input_ids=src["input_ids"],
-            attention_mask=src["attention_mask"],
+            encoder_outputs=(hidden.repeat_interleave(counts, dim=0),),
+            attention_mask=src["attention_mask"].repeat_interleave(counts, dim=0),
             decoder_input_ids=decoder_in,
             decoder_attention_mask=decoder_mask,
         )
-    logits = out.logits.float()
-    mask = tgt["attention_mask"][:, 1:].bool()
-    return torch.nn.functional.cross_entropy(logits[mask], labels[mask])
+    return torch.nn.functional.cross_entropy(
+        out.logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100
+    )
 
 
-def _select_loss(
-    model: Any, tokenizer: Any, select: Sequence[ExplanationExample], config: GeneratorConfig
-) -> float:
+def _select_loss(model: Any, tokenizer: Any, select: Sequence[_Pair], config: GeneratorConfig) -> float:
+    """Mean token loss on the held-out pairs (weighted by their number of targets)."""
     import torch
 
     model.eval()
     total, n = 0.0, 0
     with torch.inference_mode():
-        for lo in range(0, len(select), 32):
-            batch = select[lo : lo + 32]
-            total += float(_loss(model, tokenizer, batch, config)) * len(batch)
-            n += len(batch)
+        for lo in range(0, len(select), 16):
+            batch = select[lo : lo + 16]
+            weight = sum(len(p.targets) for p in batch)
+            total += float(_loss(model, tokenizer, batch, config)) * weight
+            n += weight
     return total / max(n, 1)
+
+
+#: Called after every epoch with the model and tokenizer; returns held-out figures for the history.
+EpochMonitor = Callable[[Any, Any], dict[str, float]]
 
 
 def train_generator(
@@ -290,12 +366,21 @@ def train_generator(
     select: Sequence[ExplanationExample],
     config: GeneratorConfig,
     cache_root: Path,
+    monitor: EpochMonitor | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Fine-tune the generator (cached by content; the epoch with the lowest held-out loss is kept).
 
+    Args:
+        fit: Training explanations (one per annotator).
+        select: Held-out explanations: choose the epoch.
+        config: Training settings.
+        cache_root: Root of the model cache (``explainer/<key>`` below it).
+        monitor: Optional held-out figures per epoch (for example decoded consistency);
+            recorded in the history, not used to choose the epoch.
+
     Returns:
         ``(folder of the saved model, history)``; the history holds per-epoch loss, held-out
-        loss, wall time, and ``from_cache``.
+        loss, the monitor's figures, wall time, and ``from_cache``.
     """
     import torch
     from transformers import AutoTokenizer, get_linear_schedule_with_warmup
@@ -309,8 +394,9 @@ def train_generator(
     torch.set_num_threads(config.threads)
     tokenizer = AutoTokenizer.from_pretrained(minilm_path())
     model = _new_model(tokenizer)
+    fit_pairs, select_pairs = _pairs(fit), _pairs(select)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    steps_per_epoch = (len(fit) + config.batch_size - 1) // config.batch_size
+    steps_per_epoch = (len(fit_pairs) + config.batch_pairs - 1) // config.batch_pairs
     total = steps_per_epoch * config.epochs if config.max_steps is None else config.max_steps
     scheduler = get_linear_schedule_with_warmup(  # type: ignore[no-untyped-call]
         optimizer, int(config.warmup * total), total
@@ -324,13 +410,14 @@ def train_generator(
             break
         model.train()
         t0, losses = time.perf_counter(), []
-        order = rng.permutation(len(fit))
+        order = rng.permutation(len(fit_pairs))
         for lo in tqdm(
-            range(0, len(order), config.batch_size), desc=f"explainer epoch {epoch + 1}", leave=False
+            range(0, len(order), config.batch_pairs), desc=f"explainer epoch {epoch + 1}", leave=False
         ):
             if step >= total:
                 break
-            loss = _loss(model, tokenizer, [fit[int(i)] for i in order[lo : lo + config.batch_size]], config)
+            batch = [fit_pairs[int(i)] for i in order[lo : lo + config.batch_pairs]]
+            loss = _loss(model, tokenizer, batch, config)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -338,15 +425,12 @@ def train_generator(
             scheduler.step()
             losses.append(float(loss.detach()))
             step += 1
-        held = _select_loss(model, tokenizer, select, config)
-        epochs.append(
-            {
-                "epoch": epoch + 1,
-                "loss": float(np.mean(losses)),
-                "select_loss": held,
-                "wall_s": time.perf_counter() - t0,
-            }
-        )
+        train_s = time.perf_counter() - t0
+        held = _select_loss(model, tokenizer, select_pairs, config)
+        record = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "select_loss": held, "wall_s": train_s}
+        if monitor is not None:
+            record.update(monitor(model.eval(), tokenizer))
+        epochs.append(record)
         if held < best_loss:
             best_loss = held
             shutil.rmtree(tmp, ignore_errors=True)
@@ -354,49 +438,188 @@ def train_generator(
             tokenizer.save_pretrained(tmp)
     shutil.rmtree(folder / "best", ignore_errors=True)
     tmp.replace(folder / "best")  # a finished model appears at once
-    history = {"epochs": epochs, "best_select_loss": best_loss, "steps": step, "examples": len(fit)}
+    history = {
+        "epochs": epochs,
+        "best_select_loss": best_loss,
+        "steps": step,
+        "examples": len(fit),
+        "pairs": len(fit_pairs),
+    }
     atomic_write_json(folder / "history.json", history)  # written last: marks the cache entry done
     return folder / "best", {**history, "from_cache": False}
 
 
+class CandidateChooser:
+    """Keeps the candidate explanation that a rating classifier and the pair's topic agree on.
+
+    Score of a candidate for a row rated r: ``log P(r | text) + sim_weight * cos(text, pair)``,
+    where P comes from a TF-IDF (word 1-2 gram) logistic regression trained on human training
+    explanations only, and cos is the MiniLM cosine between the explanation and its
+    ``question + passage``. The classifier deliberately differs from the evaluation's
+    consistency classifier (MiniLM embeddings), which never sees generated text either.
+
+    Args:
+        examples: Human training explanations.
+        encoder: MiniLM bi-encoder for the similarity term.
+        sim_weight: Weight of the similarity term (0: classifier only).
+        rating_weight: Weight of the classifier term (0: similarity only).
+    """
+
+    def __init__(
+        self,
+        examples: Sequence[ExplanationExample],
+        encoder: DenseSystem,
+        sim_weight: float = 1.0,
+        rating_weight: float = 1.0,
+    ) -> None:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+
+        if not examples:
+            raise ValueError("the candidate chooser needs at least one training explanation")
+        self.classifier = make_pipeline(
+            TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+            LogisticRegression(max_iter=2000, C=1.0),
+        ).fit([e.explanation for e in examples], [e.rating for e in examples])
+        self.encoder = encoder
+        self.sim_weight = sim_weight
+        self.rating_weight = rating_weight
+
+    def with_weights(self, rating_weight: float, sim_weight: float) -> CandidateChooser:
+        """The same fitted chooser with other weights (no refitting)."""
+        other = object.__new__(CandidateChooser)
+        other.__dict__.update(self.__dict__, rating_weight=rating_weight, sim_weight=sim_weight)
+        return other
+
+    def accuracy(self, examples: Sequence[ExplanationExample]) -> float:
+        """The rating classifier's accuracy on (held-out) human explanations; NaN for none."""
+        if not examples:
+            return float("nan")
+        predicted = self.classifier.predict([e.explanation for e in examples])
+        return float(np.mean([p == e.rating for p, e in zip(predicted, examples, strict=True)]))
+
+    def choose(self, rows: Sequence[tuple[str, str, str]], candidates: Sequence[Sequence[str]]) -> list[int]:
+        """Index of the kept candidate of every row (ties -> the earlier candidate, greedy first)."""
+        flat = [c for cands in candidates for c in cands]
+        classes = list(self.classifier.classes_)
+        log_p = np.log(np.clip(self.classifier.predict_proba(flat), 1e-12, None))
+        sims = np.zeros(len(flat))
+        if self.sim_weight:
+            texts = self.encoder.encode(flat, 64, "candidates")
+            pairs = self.encoder.encode([pair_text(q, p) for q, p, _ in rows], 128, "pairs")
+            owner = np.repeat(np.arange(len(rows)), [len(c) for c in candidates])
+            sims = np.einsum("ij,ij->i", texts, pairs[owner])
+        out, lo = [], 0
+        for (_, _, rating), cands in zip(rows, candidates, strict=True):
+            hi = lo + len(cands)
+            rated = log_p[lo:hi, classes.index(rating)] if rating in classes else np.zeros(hi - lo)
+            out.append(int(np.argmax(self.rating_weight * rated + self.sim_weight * sims[lo:hi])))
+            lo = hi
+        return out
+
+
 class GeneratorExplainer(Explainer):
-    """A trained MiniLM2MiniLM generator (see :func:`train_generator`), greedy decoding."""
+    """A trained MiniLM2MiniLM generator (see :func:`train_generator`).
+
+    The decoder starts from the rating's forced prefix (:data:`RATING_PREFIX`), which is cut
+    from the text. With ``decode.candidates > 0`` a :class:`CandidateChooser` picks among the
+    greedy explanation and the sampled ones.
+    """
 
     name = "generator"
 
-    def __init__(self, model_dir: Path, config: GeneratorConfig) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        decode: DecodeConfig,
+        chooser: CandidateChooser | None = None,
+        source_max_len: int = GeneratorConfig.source_max_len,
+        bf16: bool = True,
+    ) -> None:
+        if decode.candidates and chooser is None:
+            raise ValueError("sampled candidates need a CandidateChooser (or DecodeConfig(candidates=0))")
+        self.model, self.tokenizer = model.eval(), tokenizer
+        self.decode, self.chooser = decode, chooser
+        self.source_max_len, self.bf16 = source_max_len, bf16
+
+    @classmethod
+    def load(
+        cls,
+        model_dir: Path,
+        config: GeneratorConfig,
+        decode: DecodeConfig,
+        chooser: CandidateChooser | None = None,
+    ) -> GeneratorExplainer:
+        """The generator saved in ``model_dir`` by :func:`train_generator`."""
         import torch
         from transformers import AutoTokenizer, EncoderDecoderModel
 
         torch.set_num_threads(config.threads)
-        self.config = config
-        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        self.model = EncoderDecoderModel.from_pretrained(model_dir).eval()  # type: ignore[no-untyped-call]
-        _set_special_tokens(self.model, self.tokenizer)
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        model = EncoderDecoderModel.from_pretrained(model_dir)
+        _set_special_tokens(model, tokenizer)
+        return cls(model, tokenizer, decode, chooser, config.source_max_len, config.bf16)
 
-    def explain_many(self, rows: Sequence[tuple[str, str, str]], batch_size: int = 32) -> list[str]:
-        """Greedy explanations, generated in length-sorted batches."""
+    def candidates_many(self, rows: Sequence[tuple[str, str, str]], batch_size: int = 32) -> list[list[str]]:
+        """Every row's candidates: the greedy explanation, then ``decode.candidates`` sampled ones.
+
+        Identical rows are generated once. Rows are batched by rating (one forced prefix per
+        batch) and length; sampling is seeded per batch, so a call is deterministic.
+        """
         import torch
 
         _check_ratings(rows)
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]) + len(rows[i][1]))
-        out = [""] * len(rows)
+        unique = list(dict.fromkeys(rows))
+        order = sorted(
+            range(len(unique)), key=lambda i: (unique[i][2], len(unique[i][0]) + len(unique[i][1]))
+        )
+        batches: list[list[int]] = []
+        for i in order:
+            if batches and len(batches[-1]) < batch_size and unique[batches[-1][0]][2] == unique[i][2]:
+                batches[-1].append(i)
+            else:
+                batches.append([i])
+        found: list[list[str]] = [[] for _ in unique]
+        d = self.decode
         with torch.inference_mode():
-            for lo in tqdm(
-                range(0, len(order), batch_size), desc="explain", disable=len(order) <= batch_size
-            ):
-                idx = order[lo : lo + batch_size]
-                src = _source(self.tokenizer, [rows[i] for i in idx], self.config)
-                with bf16_autocast(self.config.bf16):
-                    generated = self.model.generate(
-                        input_ids=src["input_ids"],
-                        attention_mask=src["attention_mask"],
-                        max_new_tokens=self.config.max_new_tokens,
-                        num_beams=1,
-                        do_sample=False,
-                        no_repeat_ngram_size=self.config.no_repeat_ngram_size,
-                    )
-                texts = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
-                for i, text in zip(idx, texts, strict=True):
-                    out[i] = text.strip()
-        return out
+            for b, idx in enumerate(tqdm(batches, desc="explain", disable=len(batches) <= 1)):
+                src = _source(self.tokenizer, [unique[i][:2] for i in idx], self.source_max_len)
+                prefix = torch.tensor([_prefix_ids(self.tokenizer, unique[idx[0]][2])] * len(idx))
+                common = {
+                    "input_ids": src["input_ids"],
+                    "attention_mask": src["attention_mask"],
+                    "decoder_input_ids": prefix,
+                    "max_new_tokens": d.max_new_tokens,
+                    "no_repeat_ngram_size": d.no_repeat_ngram_size,
+                    "repetition_penalty": d.repetition_penalty,
+                    "num_beams": 1,
+                }
+                with bf16_autocast(self.bf16):
+                    runs = [self.model.generate(**common, do_sample=False)]
+                    if d.candidates:
+                        torch.manual_seed(d.seed * 100_003 + b)
+                        runs.append(
+                            self.model.generate(
+                                **common,
+                                do_sample=True,
+                                top_p=d.top_p,
+                                top_k=0,
+                                num_return_sequences=d.candidates,
+                            )
+                        )
+                per_row = [1] + [d.candidates] * (len(runs) - 1)
+                for run, k in zip(runs, per_row, strict=True):
+                    texts = self.tokenizer.batch_decode(run[:, prefix.shape[1] :], skip_special_tokens=True)
+                    for j, i in enumerate(idx):
+                        found[i].extend(t.strip() for t in texts[j * k : (j + 1) * k])
+        by_row = dict(zip(unique, found, strict=True))
+        return [list(by_row[r]) for r in rows]
+
+    def explain_many(self, rows: Sequence[tuple[str, str, str]]) -> list[str]:
+        """One explanation per row: the greedy one, or the chooser's pick among the candidates."""
+        candidates = self.candidates_many(rows)
+        if not self.decode.candidates or self.chooser is None:
+            return [c[0] for c in candidates]
+        return [c[k] for c, k in zip(candidates, self.chooser.choose(rows, candidates), strict=True)]

@@ -35,6 +35,8 @@ from fqa_analysis.candidates import RATING_COLUMNS
 from fqa_analysis.errors import DataError, DataProblem
 from fqa_analysis.explain import (
     CACHE_VERSION,
+    CandidateChooser,
+    DecodeConfig,
     Explainer,
     ExplanationExample,
     GeneratorConfig,
@@ -63,13 +65,15 @@ class ExplainRunConfig:
     """What ``fqa run explain`` computes.
 
     Attributes:
-        generator: Settings of the fine-tuned generator.
+        generator: How the generator is trained.
+        decode: How it writes (greedy, or the chooser's pick among sampled candidates).
         rating_reranker: Reranker variant whose predicted rating is explained (seed 0).
         subset: First N items of every feedback split and N questions per test set (CI).
         holdout: Held-out share of questions (``available`` protocol), as for the rerankers.
     """
 
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
     rating_reranker: str = "feedback_kl"
     subset: int | None = None
     holdout: float = 0.2
@@ -209,6 +213,125 @@ def _top1_rows(
     return frame.reset_index(drop=True), list(zip(frame["question"], texts, ratings, strict=True))
 
 
+#: Held-out rows the generator's per-epoch monitor decodes (greedy): enough for a trend, cheap.
+MONITOR_ROWS = 160
+#: The repetition penalty the levers table tries beside plain greedy decoding.
+REPETITION_PENALTY = 1.3
+
+
+def _classifier_accuracy(
+    classifier: Any, embedder: _Embedder, held: Sequence[ExplanationExample]
+) -> dict[str, float]:
+    """The consistency classifier's accuracy on held-out human explanations: overall and per rating."""
+    predicted = classifier.predict(embedder.vectors([e.explanation for e in held]))
+    right = np.array([LABELS[int(p)] == e.rating for p, e in zip(predicted, held, strict=True)])
+    ratings = np.array([e.rating for e in held])
+    out = {"overall": float(right.mean()) if len(right) else float("nan")}
+    for label in LABELS:
+        mask = ratings == label
+        out[label] = float(right[mask].mean()) if mask.any() else float("nan")
+    return out
+
+
+def _held_out_rows(
+    select: Sequence[ExplanationExample],
+) -> tuple[list[tuple[str, str, str]], list[list[str]]]:
+    """Distinct held-out (question, passage, rating) rows and every explanation of their pair."""
+    refs: dict[tuple[str, str], list[str]] = {}
+    for e in select:
+        refs.setdefault((e.question, e.passage_text), []).append(e.explanation)
+    rows = list(dict.fromkeys((e.question, e.passage_text, e.rating) for e in select))
+    return rows, [refs[(q, p)] for q, p, _ in rows]
+
+
+def _held_out_figures(
+    texts: Sequence[str],
+    rows: Sequence[tuple[str, str, str]],
+    refs: Sequence[Sequence[str]],
+    embedder: _Embedder,
+    classifier: Any,
+) -> dict[str, float]:
+    """Consistency (overall and per rating), similarity to the pair's human explanations, distinct share."""
+    labels = classifier.predict(embedder.vectors(texts))
+    consistent = np.array([LABELS[int(label)] == r for label, (_, _, r) in zip(labels, rows, strict=True)])
+    ratings = np.array([r for _, _, r in rows])
+    out = {
+        "consistent": float(consistent.mean()),
+        "embedding_sim": float(
+            np.mean([embedder.max_cosine(t, ref) for t, ref in zip(texts, refs, strict=True)])
+        ),
+        "rouge_l": float(np.mean([rouge_l(t, ref) for t, ref in zip(texts, refs, strict=True)])),
+        "distinct": len(set(texts)) / max(len(texts), 1),
+    }
+    for label in LABELS:
+        mask = ratings == label
+        out[f"consistent_{label}"] = float(consistent[mask].mean()) if mask.any() else float("nan")
+    return out
+
+
+def _levers(
+    generator: GeneratorExplainer,
+    chooser: CandidateChooser,
+    select: Sequence[ExplanationExample],
+    embedder: _Embedder,
+    classifier: Any,
+    decode: DecodeConfig,
+) -> pd.DataFrame:
+    """Decoding levers measured on the held-out explanations (never on feedback_test).
+
+    Rows: greedy; greedy with a repetition penalty; one sampled candidate as is; and the best of
+    greedy + sampled candidates kept by the classifier, the similarity, or both (the chooser).
+    """
+    rows, refs = _held_out_rows(select)
+    candidates = generator.candidates_many(rows)
+    variants: dict[str, list[str]] = {"greedy": [c[0] for c in candidates]}
+    penalised = GeneratorExplainer(
+        generator.model,
+        generator.tokenizer,
+        DecodeConfig(**{**asdict(decode), "candidates": 0, "repetition_penalty": REPETITION_PENALTY}),
+        source_max_len=generator.source_max_len,
+        bf16=generator.bf16,
+    )
+    variants[f"greedy, repetition penalty {REPETITION_PENALTY}"] = penalised.explain_many(rows)
+    if decode.candidates:
+        variants["one sampled candidate"] = [c[1] for c in candidates]
+        k = 1 + decode.candidates
+        for name, weights in (
+            (f"best of {k}: rating classifier", (1.0, 0.0)),
+            (f"best of {k}: similarity to the pair", (0.0, 1.0)),
+            (f"best of {k}: classifier + similarity", (chooser.rating_weight, chooser.sim_weight)),
+        ):
+            picks = chooser.with_weights(*weights).choose(rows, candidates)
+            variants[name] = [c[i] for c, i in zip(candidates, picks, strict=True)]
+    return pd.DataFrame(
+        [
+            {"lever": name, "rows": len(rows), **_held_out_figures(texts, rows, refs, embedder, classifier)}
+            for name, texts in variants.items()
+        ]
+    )
+
+
+def _epoch_monitor(
+    select: Sequence[ExplanationExample], embedder: _Embedder, classifier: Any, config: ExplainRunConfig
+) -> Any:
+    """Held-out figures of greedy decoding after each training epoch (the "longer training" lever)."""
+    rows, refs = _held_out_rows(select)
+    rows, refs = rows[:MONITOR_ROWS], refs[:MONITOR_ROWS]
+    greedy = DecodeConfig(**{**asdict(config.decode), "candidates": 0})
+
+    def monitor(model: Any, tokenizer: Any) -> dict[str, float]:
+        explainer = GeneratorExplainer(
+            model,
+            tokenizer,
+            greedy,
+            source_max_len=config.generator.source_max_len,
+            bf16=config.generator.bf16,
+        )
+        return _held_out_figures(explainer.explain_many(rows), rows, refs, embedder, classifier)
+
+    return monitor
+
+
 def run_explain(
     data_dir: Path, out_dir: Path, config: ExplainRunConfig | None = None, cache_root: Path | None = None
 ) -> dict[str, Any]:
@@ -228,28 +351,38 @@ def run_explain(
             "majority": [majority_label(it.ratings, tie="lower") for it in test_items],
         }
         top1, top1_rows = _top1_rows(out_dir, data_dir, config.subset)
-    with stage(timings, "generator/train"):
-        model_dir, history = train_generator(fit, select, config.generator, cache_root)
-    from_cache["generator/train"] = bool(history["from_cache"])
     embedder = _Embedder()
     with stage(timings, "rating_classifier"):
+        # trained on human training explanations only, fixed before any generator is trained
         classifier = _rating_classifier(embedder, fit)
-        held = classifier.predict(embedder.vectors([e.explanation for e in select]))
-        classifier_acc = float(
-            np.mean([LABELS[int(p)] == e.rating for p, e in zip(held, select, strict=True)])
-        )
+        classifier_acc = _classifier_accuracy(classifier, embedder, select)
+        chooser = CandidateChooser(fit, embedder.encoder)
+        chooser_acc = chooser.accuracy(select)
+    with stage(timings, "generator/train"):
+        monitor = _epoch_monitor(select, embedder, classifier, config)
+        model_dir, history = train_generator(fit, select, config.generator, cache_root, monitor)
+    from_cache["generator/train"] = bool(history["from_cache"])
+    generator = GeneratorExplainer.load(model_dir, config.generator, config.decode, chooser)
+    with stage(timings, "generator/levers"):
+        levers = _levers(generator, chooser, select, embedder, classifier, config.decode)
     explainers: list[Explainer] = [
         TemplateExplainer(),
         RetrievalExplainer(fit, same_rating=True, encoder=embedder.encoder),
         RetrievalExplainer(fit, same_rating=False, encoder=embedder.encoder),
-        GeneratorExplainer(model_dir, config.generator),
+        generator,
     ]
+    test_rows = {
+        source: [(it.question, it.passage.text, r) for it, r in zip(test_items, ratings, strict=True)]
+        for source, ratings in sources.items()
+    }
     frames = []
     for explainer in explainers:
         with stage(timings, f"{explainer.name}/explain"):
+            # one call over every row: identical rows are explained once and alike
+            every = [*test_rows["predicted"], *test_rows["majority"], *top1_rows]
+            texts_of = dict(zip(every, explainer.explain_many(every), strict=True))
             for source, ratings in sources.items():
-                rows = [(it.question, it.passage.text, r) for it, r in zip(test_items, ratings, strict=True)]
-                texts = explainer.explain_many(rows)
+                texts = [texts_of[row] for row in test_rows[source]]
                 metrics = _item_metrics(texts, ratings, test_items, embedder, classifier)
                 frames.append(
                     pd.DataFrame(
@@ -264,13 +397,14 @@ def run_explain(
                         }
                     ).join(metrics)
                 )
-            top1[explainer.name] = explainer.explain_many(top1_rows)
+            top1[explainer.name] = [texts_of[row] for row in top1_rows]
     with stage(timings, "humans"):
         humans = _human_metrics(test_items, embedder, classifier)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(out_dir / "explanations.parquet", pd.concat(frames, ignore_index=True))
     atomic_write_parquet(out_dir / "explanation_humans.parquet", humans.assign(protocol=protocol))
     atomic_write_parquet(out_dir / "explanations_top1.parquet", top1.assign(protocol=protocol))
+    atomic_write_parquet(out_dir / "explanation_levers.parquet", levers.assign(protocol=protocol))
     config_record = asdict(config)
     _add_compute_times(out_dir / "manifest.json", "explain", timings, from_cache, config_record)
     entry = {
@@ -279,7 +413,9 @@ def run_explain(
         "config": config_record,
         "training_explanations": [len(fit), len(select)],
         "generator_history": history,
-        "rating_classifier_heldout_accuracy": classifier_acc,
+        "rating_classifier_heldout_accuracy": classifier_acc["overall"],
+        "rating_classifier_heldout_accuracy_by_rating": classifier_acc,
+        "chooser_classifier_heldout_accuracy": chooser_acc,
         "top1_system": [str(top1["rqa"].iloc[0]), str(top1["reranker"].iloc[0])] if len(top1) else None,
         **provenance(timings, CACHE_VERSION),
     }

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from fqa_analysis.explain import ExplanationExample, RetrievalExplainer, TemplateExplainer
+from fqa_analysis.explain import (
+    DecodeConfig,
+    ExplanationExample,
+    GeneratorConfig,
+    GeneratorExplainer,
+    RetrievalExplainer,
+    TemplateExplainer,
+    _decoder_batch,
+    train_generator,
+)
 from fqa_analysis.retrieval import DenseSystem
 from fqa_analysis.text_metrics import bleu, corpus_bleu, lcs_length, leave_one_out, loo_score, rouge_l, tokens
 
@@ -82,3 +92,46 @@ def test_explainers_reject_unknown_ratings() -> None:
         TemplateExplainer().explain("q", "p", "Great")
     with pytest.raises(ValueError, match="at least one training explanation"):
         RetrievalExplainer([], encoder=_WordEncoder())
+
+
+def test_generator_follows_the_rating_it_is_given(tmp_path: Path) -> None:
+    """A tiny generator trained for a few steps writes different texts for one pair under two ratings.
+
+    Goes through the real path: train_generator (grouped pairs, forced rating prefix), the saved
+    model loaded by GeneratorExplainer.load, greedy decoding.
+    """
+    train = [
+        _example("Do masks work?", "Excellent", "Explains clearly how masks help."),
+        _example("Do masks work?", "Bad", "Off topic, it talks about travel."),
+        _example("Wash hands how?", "Excellent", "Explains clearly how to wash hands."),
+        _example("Wash hands how?", "Bad", "Off topic, it talks about travel."),
+    ]
+    config = GeneratorConfig(epochs=30, batch_pairs=2, lr=1e-3, warmup=0.0, max_steps=30, bf16=False)
+    model_dir, history = train_generator(train, train[:2], config, tmp_path)
+    assert history["steps"] == 30 and history["pairs"] == 2 and not history["from_cache"]
+    explainer = GeneratorExplainer.load(model_dir, config, DecodeConfig(candidates=0, max_new_tokens=8))
+    good, bad = explainer.explain_many([("Do masks work?", "passage", r) for r in ("Excellent", "Bad")])
+    assert good != bad
+    assert "travel" in bad and "travel" not in good  # each follows its rating's training text
+    # cached: the second call trains nothing
+    assert train_generator(train, train[:2], config, tmp_path)[1]["from_cache"]
+
+
+def test_decoder_batch_scores_the_explanation_not_the_forced_prefix() -> None:
+    from transformers import AutoTokenizer
+
+    from fqa_analysis.retrieval import minilm_path
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+    decoder_in, mask, labels = _decoder_batch(tokenizer, [("Bad", "off topic"), ("Excellent", "yes")], 40)
+    bad = [tokenizer.cls_token_id, *tokenizer("bad:", add_special_tokens=False)["input_ids"]]
+    assert decoder_in[0, : len(bad)].tolist() == bad
+    body = tokenizer("off topic", add_special_tokens=False)["input_ids"]
+    # the labels of the prefix positions are ignored; then the explanation and [SEP]
+    assert labels[0].tolist()[: len(bad) - 1] == [-100] * (len(bad) - 1)
+    assert labels[0].tolist()[len(bad) - 1 :] == [*body, tokenizer.sep_token_id]
+    # the shorter row is padded: no loss and no attention there
+    exc = tokenizer("excellent:", add_special_tokens=False)["input_ids"]
+    n = 1 + len(exc) + 1 + 1  # [CLS] prefix "yes" [SEP]
+    assert labels[1].tolist()[n - 1 :] == [-100] * (labels.shape[1] - n + 1)
+    assert mask[1].tolist()[: n - 1] == [1] * (n - 1)
