@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from fqa_analysis import data
 from fqa_analysis.datacheck import check_data
 from fqa_analysis.errors import DataError
-from fqa_analysis.explain import GeneratorConfig
+from fqa_analysis.explain import DecodeConfig, GeneratorConfig
 from fqa_analysis.fetch import fetch
 from fqa_analysis.rerank import DEVICES, RerankConfig, resolve_device
 from fqa_analysis.rerank_stage import VARIANTS, RerankRunConfig
@@ -126,6 +126,12 @@ def _parser() -> argparse.ArgumentParser:
         help=f"explanation generator epochs (default: {GeneratorConfig.epochs})",
     )
     run_p.add_argument(
+        "--explain-candidates",
+        type=_int_in(0, 16),
+        help="explanations sampled besides the greedy one, of which a rating classifier and the similarity "
+        f"to the pair keep one; 0 = greedy decoding (default: {DecodeConfig.candidates})",
+    )
+    run_p.add_argument(
         "--fractions",
         type=_fractions,
         help="beyond stage: shares in (0, 1] of the training feedback for the learning curve "
@@ -162,7 +168,7 @@ STAGES: dict[str, set[str]] = {
     "all": set(),
     "rqa": {"subset", "systems", "seed", "epochs", "max_steps"},
     "rerank": _RERANK_OPTIONS,
-    "explain": {"subset", "explain_epochs", "max_steps"},
+    "explain": {"subset", "explain_epochs", "explain_candidates", "max_steps"},
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
     "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth"},
 }
@@ -342,7 +348,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         generator = GeneratorConfig(
             epochs=args.explain_epochs or GeneratorConfig.epochs, max_steps=args.max_steps
         )
-        explain = ExplainRunConfig(generator=generator, subset=args.subset)
+        candidates = DecodeConfig.candidates if args.explain_candidates is None else args.explain_candidates
+        decode = DecodeConfig(candidates=candidates)
+        explain = ExplainRunConfig(generator=generator, decode=decode, subset=args.subset)
         _report(run_explain(data_dir, args.out, explain, args.cache_dir))
     if args.stage in ("all", "beyond"):
         from fqa_analysis.beyond_stage import BeyondRunConfig, run_beyond

@@ -33,6 +33,7 @@ from fqa_analysis.cli import main
         ),
         (["beyond", "--depth", "3"], "argument --depth: 3 is out of range (allowed: 5..100)"),
         (["explain", "--max-steps", "two"], "argument --max-steps: 'two' is not an integer"),
+        (["explain", "--explain-candidates", "17"], "argument --explain-candidates: 17 is out of range"),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2(

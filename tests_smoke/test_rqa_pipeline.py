@@ -148,7 +148,14 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     top1 = pd.read_parquet(out / "explanations_top1.parquet")
     assert len(top1) == items and explainers <= set(top1.columns)
     stage = json.loads((out / "manifest.json").read_text())["stages"]["explain"]
-    assert "generator/train" in stage["timings"]
+    assert "generator/train" in stage["timings"] and "generator/levers" in stage["timings"]
+    accuracy = stage["rating_classifier_heldout_accuracy_by_rating"]
+    assert set(accuracy) == {"overall", "Bad", "Could be Improved", "Acceptable", "Excellent"}
+    # the held-out levers: greedy, repetition penalty, one sample, best of k by three choosers
+    levers = pd.read_parquet(out / "explanation_levers.parquet")
+    assert levers["lever"].iloc[0] == "greedy" and len(levers) == 6
+    assert levers["consistent"].between(0, 1).all() and levers["distinct"].between(0, 1).all()
+    assert {"consistent", "select_loss"} <= set(stage["generator_history"]["epochs"][0])
 
 
 def test_beyond_stage_reuses_the_rerank_models_and_covers_the_top_20(
