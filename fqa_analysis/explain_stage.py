@@ -55,7 +55,7 @@ from fqa_analysis.results import load_candidates, load_table
 from fqa_analysis.retrieval import DenseConfig, DenseSystem
 from fqa_analysis.text_metrics import bleu, leave_one_out, loo_score, rouge_l
 
-__all__ = ["ExplainRunConfig", "run_explain"]
+__all__ = ["ExplainRunConfig", "run_explain", "training_seconds"]
 
 EMBED_MAX_LEN = 64  # explanations are one or two sentences
 
@@ -279,8 +279,10 @@ def _levers(
 ) -> pd.DataFrame:
     """Decoding levers measured on the held-out explanations (never on feedback_test).
 
-    Rows: greedy; greedy with a repetition penalty; one sampled candidate as is; and the best of
-    greedy + sampled candidates kept by the classifier, the similarity, or both (the chooser).
+    Rows: greedy; greedy with a repetition penalty; one sampled candidate as is; the best of
+    greedy + sampled candidates kept by the classifier, the similarity, or both (the chooser),
+    for every row; and the chooser's pick only where greedy disagrees with the rating. Column
+    ``chosen`` marks the row that ``decode`` (the stage's setting) reproduces.
     """
     rows, refs = _held_out_rows(select)
     candidates = generator.candidates_many(rows)
@@ -303,9 +305,27 @@ def _levers(
         ):
             picks = chooser.with_weights(*weights).choose(rows, candidates)
             variants[name] = [c[i] for c, i in zip(candidates, picks, strict=True)]
+        both = variants[f"best of {k}: classifier + similarity"]
+        # keep greedy where the chooser's classifier already reads it as the rating
+        agree = chooser.agrees(rows, variants["greedy"])
+        variants[f"best of {k} where greedy disagrees"] = [
+            c[0] if ok else t for c, ok, t in zip(candidates, agree, both, strict=True)
+        ]
+        chosen = (
+            f"best of {k}: classifier + similarity"
+            if decode.sample_all
+            else f"best of {k} where greedy disagrees"
+        )
+    else:
+        chosen = "greedy"
     return pd.DataFrame(
         [
-            {"lever": name, "rows": len(rows), **_held_out_figures(texts, rows, refs, embedder, classifier)}
+            {
+                "lever": name,
+                "chosen": name == chosen,
+                "rows": len(rows),
+                **_held_out_figures(texts, rows, refs, embedder, classifier),
+            }
             for name, texts in variants.items()
         ]
     )
@@ -330,6 +350,20 @@ def _epoch_monitor(
         return _held_out_figures(explainer.explain_many(rows), rows, refs, embedder, classifier)
 
     return monitor
+
+
+def training_seconds(history: dict[str, Any]) -> float:
+    """Wall time that training the generator took: recorded, or the sum of its epochs' times.
+
+    Example:
+        >>> training_seconds({"train_s": 12.5, "epochs": []})
+        12.5
+        >>> training_seconds({"epochs": [{"wall_s": 10.0, "eval_s": 1.0}, {"wall_s": 9.0}]})
+        20.0
+    """
+    if "train_s" in history:
+        return float(history["train_s"])
+    return float(sum(e["wall_s"] + e.get("eval_s", 0.0) for e in history["epochs"]))
 
 
 def run_explain(
@@ -407,6 +441,10 @@ def run_explain(
     atomic_write_parquet(out_dir / "explanation_levers.parquet", levers.assign(protocol=protocol))
     config_record = asdict(config)
     _add_compute_times(out_dir / "manifest.json", "explain", timings, from_cache, config_record)
+    # the generator's cost is known from its own history, whichever run trained it
+    timings["generator/train"]["compute_s"] = round(training_seconds(history), 2)
+    if "peak_rss_mb" in history:
+        timings["generator/train"]["compute_peak_rss_mb"] = history["peak_rss_mb"]
     entry = {
         "stage": "explain",
         "protocol": protocol,

@@ -151,9 +151,9 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     assert "generator/train" in stage["timings"] and "generator/levers" in stage["timings"]
     accuracy = stage["rating_classifier_heldout_accuracy_by_rating"]
     assert set(accuracy) == {"overall", "Bad", "Could be Improved", "Acceptable", "Excellent"}
-    # the held-out levers: greedy, repetition penalty, one sample, best of k by three choosers
+    # the held-out levers: greedy, repetition penalty, one sample, best of k by three choosers, the policy
     levers = pd.read_parquet(out / "explanation_levers.parquet")
-    assert levers["lever"].iloc[0] == "greedy" and len(levers) == 6
+    assert levers["lever"].iloc[0] == "greedy" and len(levers) == 7 and levers["chosen"].sum() == 1
     assert levers["consistent"].between(0, 1).all() and levers["distinct"].between(0, 1).all()
     assert {"consistent", "select_loss"} <= set(stage["generator_history"]["epochs"][0])
 
