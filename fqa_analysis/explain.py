@@ -624,7 +624,11 @@ class GeneratorExplainer(Explainer):
                         num_beams=1,
                         **how,
                     )
-                texts = self.tokenizer.batch_decode(out[:, prefix.shape[1] :], skip_special_tokens=True)
+                texts = self.tokenizer.batch_decode(
+                    out[:, prefix.shape[1] :],
+                    skip_special_tokens=True,
+                    clean_up_tokenization_spaces=True,  # "doesn ' t" -> "doesn't"
+                )
                 for j, i in enumerate(idx):
                     found[i] = [t.strip() for t in texts[j * k : (j + 1) * k]]
         by_row = dict(zip(unique, found, strict=True))
