@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from fqa_analysis.explain import (
+    CandidateChooser,
     DecodeConfig,
     ExplanationExample,
     GeneratorConfig,
@@ -135,3 +136,22 @@ def test_decoder_batch_scores_the_explanation_not_the_forced_prefix() -> None:
     n = 1 + len(exc) + 1 + 1  # [CLS] prefix "yes" [SEP]
     assert labels[1].tolist()[n - 1 :] == [-100] * (labels.shape[1] - n + 1)
     assert mask[1].tolist()[: n - 1] == [1] * (n - 1)
+
+
+def test_chooser_keeps_the_candidate_that_reads_as_the_rating() -> None:
+    train = [
+        _example("q1", "Excellent", "Great answer, fully answers it."),
+        _example("q2", "Excellent", "Great, gives every detail."),
+        _example("q3", "Bad", "Off topic, wrong subject."),
+        _example("q4", "Bad", "Off topic, about travel."),
+    ]
+    chooser = CandidateChooser(train, encoder=_WordEncoder(), sim_weight=0.0)
+    rows = [("q", "passage", "Bad"), ("q", "passage", "Excellent")]
+    candidates = [["Great answer.", "Off topic here."], ["Great answer.", "Off topic here."]]
+    assert chooser.choose(rows, candidates) == [1, 0]
+    assert chooser.agrees(rows, ["Great answer.", "Great answer."]).tolist() == [False, True]
+    assert chooser.accuracy(train) == 1.0
+    # the similarity term alone prefers the candidate about the pair's topic ("masks")
+    by_sim = chooser.with_weights(rating_weight=0.0, sim_weight=1.0)
+    assert by_sim.choose([("masks?", "masks", "Bad")], [["Off topic.", "Talks about masks."]]) == [1]
+    assert chooser.sim_weight == 0.0  # with_weights leaves the original alone
