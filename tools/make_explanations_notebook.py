@@ -11,8 +11,10 @@ cells = [
         "explainers trainable on two CPU cores against the annotators."
     ),
     hidden(
+        "import textwrap\n\n"
         "import pandas as pd\n"
         "from IPython.display import Markdown, display\n\n"
+        "from fqa_analysis import data\n"
         "from fqa_analysis.ratings import LABELS\n"
         "from fqa_analysis.report import ci_table\n"
         "from fqa_analysis.results import load_manifest, load_table, results_dir\n"
@@ -34,6 +36,9 @@ cells = [
         'majority = explanations[explanations["rating_source"] == "majority"]\n'
         "human_items = humans.groupby(keys, sort=False)[METRICS].mean()\n"
         "classifier = stage['rating_classifier_heldout_accuracy_by_rating']\n\n\n"
+        "def show(who, text, width=78):\n"
+        '    """Print one explanation, wrapped to the page."""\n'
+        "    print(textwrap.fill(f'{who}: {text}', width, initial_indent='  ', subsequent_indent='      '))\n\n\n"
         "def vs(baseline, metric, part=majority):\n"
         '    """Paired bootstrap of every explainer against `baseline` on one metric (Holm over explainers)."""\n'
         '    wide = part.pivot_table(index=keys, columns="explainer", values=metric, sort=False)[EXPLAINERS]\n'
@@ -180,7 +185,7 @@ cells = [
     md(
         "## Does the explanation say what its rating says?\n\n"
         "Consistency per majority rating, each explainer beside the annotators (their own ratings), and beside "
-        "the **classifier's own accuracy** on held-out human explanations of that rating: a human explanation "
+        "the **classifier's own accuracy** on held-out human explanations of that rating (`classifier acc.`): a human explanation "
         "counts as consistent only as often as the classifier reads it right, so the human column and the "
         "classifier column bound what the others can show. The template is consistent by construction, which "
         "is why consistency is read together with similarity."
@@ -193,7 +198,9 @@ cells = [
         "           'classifier (held-out humans)': classifier['overall']}\n"
         "table.loc['overall'] = pd.Series(overall)\n"
         "table.index.name = 'majority rating'\n"
-        "table.round(2)"
+        "short = {'retrieval_same_rating': 'retrieval (same)', 'retrieval_any_rating': 'retrieval (any)',\n"
+        "         'classifier (held-out humans)': 'classifier acc.'}\n"
+        "table.rename(columns=short).round(2)"
     ),
     md(
         "## Diversity\n\n"
@@ -236,17 +243,20 @@ cells = [
         "greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates "
         "by the rating classifier, by the similarity to the pair, or by both, for every row, and the same "
         "only for rows whose greedy explanation the chooser's classifier reads as another rating (last row). "
-        "The forced rating prefix itself is the before/after comparison above."
+        "The forced rating prefix itself is the before/after comparison above. Columns: consistency overall and "
+        "per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct."
     ),
     hidden(
         "epochs = pd.DataFrame(stage['generator_history']['epochs']).set_index('epoch')\n"
         "cols = ['loss', 'select_loss', 'consistent', 'embedding_sim', 'rouge_l', 'distinct']\n"
-        "epochs[[c for c in cols if c in epochs]].round(3)"
+        "names = {'loss': 'train loss', 'select_loss': 'held-out loss', 'consistent': 'consistency',\n"
+        "         'embedding_sim': 'embedding sim.', 'rouge_l': 'ROUGE-L', 'distinct': 'distinct'}\n"
+        "epochs[[c for c in cols if c in epochs]].rename(columns=names).round(3)"
     ),
     hidden(
         "cols = ['consistent', *[f'consistent_{r}' for r in RATINGS], 'embedding_sim', 'rouge_l', 'distinct']\n"
-        "lever_table = levers.set_index('lever')[cols].round(3)\n"
-        "lever_table.columns = ['consistency', *RATINGS, 'embedding sim.', 'ROUGE-L', 'distinct']\n"
+        "lever_table = levers.set_index('lever')[cols].round(2)\n"
+        "lever_table.columns = ['consist.', 'Exc.', 'Acc.', 'CbI', 'Bad', 'sim.', 'ROUGE-L', 'distinct']\n"
         "lever_table['stage'] = levers['chosen'].map({True: 'chosen', False: ''}).to_numpy()\n"
         "print(f\"{levers['rows'].iloc[0]} held-out (pair, rating) rows\")\n"
         "lever_table"
@@ -257,6 +267,9 @@ cells = [
         "explanations, and every explainer's output for the majority rating."
     ),
     hidden(
+        "# the questions come from the data (the results hold ids only)\n"
+        "test_files = data.all_feedback(data.resolve_data_dir(None), None)['test']\n"
+        "QUESTIONS = {(it.domain, it.item_id): it.question for f in test_files for it in f.items}\n"
         "for rating in RATINGS:\n"
         "    pool = majority[(majority['rating'] == rating) & (majority['explainer'] == 'generator')]\n"
         "    if pool.empty:\n"
@@ -266,10 +279,11 @@ cells = [
         "    h = humans[(humans['domain'] == d) & (humans['item_id'] == i)]\n"
         "    s = majority[(majority['domain'] == d) & (majority['item_id'] == i)]\n"
         '    print(f"[{rating}] {d} item {i}")\n'
+        "    show('question', QUESTIONS[(d, i)])\n"
         "    for _, r in h.iterrows():\n"
-        "        print(f\"  human {r['annotator'] + 1} ({r['rating']}): {r['explanation']}\")\n"
+        "        show(f\"human {r['annotator'] + 1} ({r['rating']})\", r['explanation'])\n"
         "    for _, r in s.iterrows():\n"
-        "        print(f\"  {r['explainer']}: {r['explanation']}\")\n"
+        "        show(r['explainer'], r['explanation'])\n"
         "    print()"
     ),
     md(
@@ -280,7 +294,7 @@ cells = [
     hidden(
         "print(f\"system: {stage['top1_system']}\")\n"
         "for _, r in top1.sample(n=min(4, len(top1)), random_state=3).iterrows():\n"
-        "    print(f\"[{r['domain']}] {r['question']}\")\n"
+        "    print(textwrap.fill(f\"[{r['domain']}] {r['question']}\", 78))\n"
         "    print(f\"  gold answer: {r['is_gold']}; predicted rating: {r['predicted_rating']}\")\n"
         "    for e in EXPLAINERS:\n"
         '        print(f"  {e}: {r[e]}")\n'
