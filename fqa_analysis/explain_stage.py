@@ -22,7 +22,7 @@ recorded, since it bounds what consistency can show.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -290,7 +290,7 @@ def _levers(
     penalised = GeneratorExplainer(
         generator.model,
         generator.tokenizer,
-        DecodeConfig(**{**asdict(decode), "candidates": 0, "repetition_penalty": REPETITION_PENALTY}),
+        replace(decode, candidates=0, repetition_penalty=REPETITION_PENALTY),
         source_max_len=generator.source_max_len,
         bf16=generator.bf16,
     )
@@ -337,7 +337,7 @@ def _epoch_monitor(
     """Held-out figures of greedy decoding after each training epoch (the "longer training" lever)."""
     rows, refs = _held_out_rows(select)
     rows, refs = rows[:MONITOR_ROWS], refs[:MONITOR_ROWS]
-    greedy = DecodeConfig(**{**asdict(config.decode), "candidates": 0})
+    greedy = replace(config.decode, candidates=0)
 
     def monitor(model: Any, tokenizer: Any) -> dict[str, float]:
         explainer = GeneratorExplainer(
