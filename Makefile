@@ -50,8 +50,12 @@ nbval: data
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 		-o addopts=-q book/
 
-# Re-execute the notebooks and store their outputs (commit them: nbval compares against them).
+# The notebooks' sources are the jupytext files book/*.py (py:percent), paired with book/*.ipynb.
+# Format the sources, sync them into the notebooks, re-execute and store the outputs (commit both:
+# nbval compares against the stored outputs; tests/test_notebook_pairs.py checks the pairs agree).
 notebooks: data
+	$(BIN)/ruff format -q book/*.py
+	$(BIN)/jupytext --quiet --sync book/*.py
 	$(BIN)/python tools/execute_notebooks.py book/*.ipynb
 
 # Headless Chromium screenshots of the built book (Debian package `chromium`).

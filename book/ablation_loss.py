@@ -1,0 +1,235 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Ablation: KL or cross-entropy
+#
+# The paper trains its FeedbackReranker to match the **distribution** of the annotators' ratings (KL divergence). Two simpler choices are compared with the same data, model and seeds:
+#
+# - `feedback_kl`: KL(annotators || P_phi), the target is the annotators' rating distribution;
+# - `feedback_ce_annotator`: cross-entropy with one example per annotator rating. Its expected gradient is the same as KL's (the mean of the per-annotator cross-entropies is the cross-entropy to their distribution, which differs from KL by a constant), so it differs from KL only in batch composition and noise; **the informative contrast is KL against the majority label**;
+# - `feedback_ce_majority`: cross-entropy on the majority label (ties to the **lower** rating), which discards disagreement entirely.
+#
+# If the losses differ anywhere, it should be in the rating distributions they predict (calibration, and items where annotators disagree), more than in the top-1 accuracy of the reranked QA system. Rating quality is measured on **feedback_test** (three annotators per item, never trained on): accuracy of the argmax against the majority label, macro-F1 over the four ratings, mean KL from the annotator distribution to P_phi (nats), and the calibration error of P(Excellent) against the share of annotators who said Excellent (10 equal-width bins). `vanilla` and `combined` are shown beside for reference.
+
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import Markdown, display
+
+from fqa_analysis import data
+from fqa_analysis.plots import plot_grouped_bars, plot_reliability
+from fqa_analysis.ratings import item_ratings
+from fqa_analysis.rerank_analysis import (
+    compare_to_baseline,
+    join_annotators,
+    per_item_rating_scores,
+    rating_quality_table,
+    score_outcomes,
+)
+from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir
+from fqa_analysis.stats import paired_bootstrap
+
+RESULTS = results_dir()
+stage = load_manifest(RESULTS)["stages"]["rerank"]
+VARIANTS = list(stage["config"]["variants"])
+LOSSES = [v for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v in VARIANTS]
+predictions = load_table(RESULTS, "rating_predictions.parquet")
+test_feedback = data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))
+items = item_ratings(test_feedback)
+joined = join_annotators(predictions, items)
+quality = rating_quality_table(joined)
+per_item = per_item_rating_scores(joined[joined["reranker"].isin(LOSSES)])
+rows = []
+for metric in ("kl", "correct"):
+    for subset in ("all", "unanimous", "disagree"):
+        part = per_item if subset == "all" else per_item[per_item["unanimous"] == (subset == "unanimous")]
+        wide = part.pivot_table(index=["domain", "item_id"], columns="reranker", values=metric)[LOSSES]
+        strata = list(wide.index.get_level_values("domain"))
+        cmp = paired_bootstrap(wide.reset_index(drop=True), "feedback_kl", strata)
+        frame = cmp.to_frame().drop(index="feedback_kl")
+        rows.append(frame.assign(metric=metric, subset=subset, n=len(wide)).reset_index())
+tests = pd.concat(rows, ignore_index=True)
+candidates = load_candidates(RESULTS)
+outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])
+qa = compare_to_baseline(outcomes, baseline="feedback_kl")
+print(
+    f"{items.shape[0]} feedback_test items, {int(items['unanimous'].sum())} unanimous; "
+    f"{predictions.groupby(['reranker', 'seed']).ngroups} reranker runs"
+)
+
+# %% [markdown]
+# ## Findings
+#
+# Computed from `results/` by the cells of this page:
+
+# %% tags=["hide-input"]
+means = (
+    quality[quality["subset"] == "all"]
+    .groupby("reranker")[["accuracy", "macro_f1", "kl", "ece_excellent"]]
+    .mean()
+)
+t = tests.set_index(["metric", "subset", "system"])
+h = qa[(qa["rqa"] == "hybrid") & (qa["system"] != "feedback_kl")].set_index("system")
+lines = [
+    "On feedback_test (seed means): "
+    + "; ".join(
+        f"{v}: KL {means.loc[v, 'kl']:.3f}, accuracy {means.loc[v, 'accuracy']:.3f}, macro-F1 "
+        f"{means.loc[v, 'macro_f1']:.3f}, ECE {means.loc[v, 'ece_excellent']:.3f}"
+        for v in LOSSES
+    )
+    + ".",
+    "The informative contrast, feedback_ce_majority against feedback_kl: KL "
+    + ", ".join(
+        f"{sub} {t.loc[('kl', sub, 'feedback_ce_majority'), 'delta']:+.3f} nats (Holm p "
+        f"{t.loc[('kl', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
+        for sub in ("all", "unanimous", "disagree")
+    )
+    + "; argmax accuracy "
+    + ", ".join(
+        f"{sub} {t.loc[('correct', sub, 'feedback_ce_majority'), 'delta']:+.3f} (Holm p "
+        f"{t.loc[('correct', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
+        for sub in ("all", "unanimous", "disagree")
+    )
+    + ".",
+    "feedback_ce_annotator against feedback_kl (the same expected gradient): KL all items "
+    f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'delta']:+.3f} nats (Holm p "
+    f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'p_holm']:.3g}).",
+    "QA accuracy on the hybrid RQA against feedback_kl: "
+    + "; ".join(f"{v} {100 * r['delta']:+.2f} points (Holm p {r['p_holm']:.3g})" for v, r in h.iterrows())
+    + ".",
+]
+display(Markdown("\n".join(f"- {x}" for x in lines)))
+
+# %% [markdown]
+# ## Rating quality per loss
+#
+# Mean ± sd over the three seeds, on all items and split by agreement: **unanimous** (all three annotators gave the same rating) and **disagree** (at least two different ratings). Majority ties go to the lower rating.
+
+# %%
+metrics = ["accuracy", "macro_f1", "kl", "ece_excellent"]
+summary = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])
+cells = pd.DataFrame(
+    {
+        m: [f"{a:.3f} ± {b:.3f}" for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)]
+        for m in metrics
+    },
+    index=summary.index,
+)
+cells.join(quality.groupby(["reranker", "subset"], sort=False)["n"].first())
+
+# %% [markdown]
+# Two constant predictors put these numbers in context: always the most frequent majority label of the training feedback, and always the training feedback's average rating distribution (what a model that learned nothing about the pair would predict). Both use the training items of the rerankers only.
+
+# %%
+import numpy as np
+
+from fqa_analysis.ratings import LABELS, majority_label, rating_distribution, rating_quality
+from fqa_analysis.rerank_data import feedback_item_sets
+
+data_dir = data.resolve_data_dir(None)
+fit_items, _ = feedback_item_sets(
+    stage["protocol"], data.available_feedback(data_dir, "train"), data.available_feedback(data_dir, "valid")
+)
+prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
+top = pd.Series([majority_label(it.ratings) for it in fit_items]).value_counts().idxmax()
+ann = items[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].to_numpy()
+rows = {}
+for name, row in {
+    f"always {top}": np.eye(4)[LABELS.index(top)] * (1 - 4e-6) + 1e-6,
+    "training prior": prior,
+}.items():
+    pred = np.tile(row, (len(items), 1))
+    rows[name] = rating_quality(pred, ann, items["majority"].tolist())
+print("training prior (Bad .. Excellent):", prior.round(3).tolist())
+pd.DataFrame(rows).T.round(3)
+
+# %%
+means = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
+for ax, metric in zip(axes, ["kl", "accuracy"], strict=True):
+    frame = pd.DataFrame(
+        {
+            "subset": means.index.get_level_values("subset"),
+            "reranker": means.index.get_level_values("reranker"),
+            metric: means[(metric, "mean")].to_numpy(),
+            "sd": means[(metric, "std")].to_numpy(),
+        }
+    )
+    plot_grouped_bars(frame, "subset", "reranker", metric, error="sd", ax=ax)
+axes[0].set_ylabel("KL(annotators || P_phi), nats (lower is better)")
+axes[1].set_ylabel("argmax = majority label")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Are the differences significant?
+#
+# Per item, KL and argmax-correctness are averaged over the three seeds; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the two losses within a (metric, subset). For KL a negative delta means the loss is *better* than KL.
+
+# %%
+tests[
+    ["metric", "subset", "n", "system", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm"]
+].round(4)
+
+# %% [markdown]
+# **What this shows.** The informative contrast is KL against the majority label, and there the data is clear: the majority-label cross-entropy collapses to the constant 'always Bad' (its accuracy and macro-F1 equal that constant's, with no spread over seeds; Bad is the most frequent majority label under the lower-rating tie rule). Its higher argmax accuracy is the constant's, its KL to the annotators is significantly worse than the KL-trained model's, above all on the items where the annotators disagree, and its P(Excellent) is the worst calibrated. The KL-trained model ends a little below the training prior in KL and spreads its argmax over the ratings (macro-F1 above both constants). The per-annotator cross-entropy, equal to KL in expectation, ends within a few thousandths of a nat of it. None of this reaches the QA accuracy: no loss changes the reranked system significantly, because no feedback-only reranker separates the gold passage from the other candidates (see {doc}`reranking`). Keeping the annotators' spread matters for the rating distribution a user is shown, not for the answer picked.
+
+# %% [markdown]
+# ## Calibration of P(Excellent)
+#
+# Reliability diagrams on feedback_test, all seeds pooled: predicted P(Excellent) against the share of annotators who rated the answer Excellent, in 10 equal-width bins (point size ~ items in the bin). A loss that learns the annotators' spread should follow the diagonal; a loss trained on one-hot majority labels tends to be over-confident (points below the diagonal at high P).
+
+# %%
+fig, axes = plt.subplots(1, len(VARIANTS), figsize=(3.6 * len(VARIANTS), 3.8))
+for ax, variant in zip(axes, VARIANTS, strict=True):
+    part = joined[joined["reranker"] == variant]
+    plot_reliability(
+        part["p_excellent"].to_numpy(),
+        part["a_excellent"].to_numpy(),
+        variant,
+        ax=ax,
+        xlabel="predicted P(Excellent)",
+        ylabel="share of annotators: Excellent",
+    )
+    ece = quality[(quality["reranker"] == variant) & (quality["subset"] == "all")]["ece_excellent"]
+    ax.set_title(f"{variant}\nECE {ece.mean():.3f}", fontsize="small")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Does the loss change the QA accuracy?
+#
+# The reranked QA system's overall accuracy (S = P_theta + P(Excellent), micro), each cross-entropy loss against `feedback_kl`, on seed-averaged per-question outcomes, per RQA system (Holm over the two losses within an RQA system):
+
+# %%
+shown = qa.copy()
+for c in ["mean", "delta", "delta_ci_low", "delta_ci_high"]:
+    shown[c] = (100 * shown[c]).round(2)
+shown[
+    [
+        "rqa",
+        "system",
+        "mean",
+        "delta",
+        "delta_ci_low",
+        "delta_ci_high",
+        "p_value",
+        "p_holm",
+        "wins",
+        "ties",
+        "losses",
+    ]
+].round(4)

@@ -1,0 +1,114 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Ablation: P(Excellent) or the expected rating
+#
+# The paper adds the reranker's probability of the top rating to the RQA's probability, S = P_theta + P_phi(Excellent). That throws away the rest of the rating distribution: a passage the reranker thinks is surely Acceptable scores the same as one it thinks is surely Bad. The alternative keeps it: S = P_theta + E[y]/3, the expected rating on the 0..3 scale (Bad 0, Could be improved 1, Acceptable 2, Excellent 3) divided by 3 so that both scores lie in [0, 1]. Both rules are applied to the **same** trained rerankers (every variant, every seed, every RQA system); only the scoring changes, so the comparison is paired question by question.
+
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import Markdown, display
+
+from fqa_analysis.plots import plot_grouped_bars
+from fqa_analysis.report import mean_sd_table
+from fqa_analysis.rerank_analysis import score_ablation, score_outcomes, score_separation, seed_table
+from fqa_analysis.results import load_candidates, load_manifest, results_dir
+
+RESULTS = results_dir()
+candidates = load_candidates(RESULTS)
+stage = load_manifest(RESULTS)["stages"]["rerank"]
+SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
+VARIANTS = list(stage["config"]["variants"])
+rated = candidates[candidates["reranker"] != "none"]
+ablation = score_ablation(candidates)
+separation = score_separation(candidates)
+
+# %% [markdown]
+# ## Findings
+#
+# Computed from `results/` by the cells of this page:
+
+# %% tags=["hide-input"]
+significant = ablation[ablation["p_holm"] < 0.05]
+better = significant[significant["delta"] > 0]
+worse = significant[significant["delta"] < 0]
+hyb = ablation[ablation["rqa"] == "hybrid"].set_index("reranker")
+sep = separation[separation["rqa"] == "hybrid"].set_index("reranker")
+lines = [
+    f"E[y]/3 is significantly better than P(Excellent) in {len(better)} of {len(ablation)} (RQA, reranker) "
+    f"pairs, significantly worse in {len(worse)}, and not significantly different in "
+    f"{len(ablation) - len(significant)} (Holm-corrected p < 0.05); mean difference "
+    f"{100 * ablation['delta'].mean():+.2f} points.",
+    "On the hybrid RQA, E[y]/3 - P(Excellent) in points: "
+    + "; ".join(f"{r} {100 * row['delta']:+.2f} (Holm p {row['p_holm']:.3g})" for r, row in hyb.iterrows())
+    + ".",
+    "AUC of the two scores on the hybrid's top 5 (P(Excellent) / E[y]/3): "
+    + "; ".join(
+        f"{r} {row['auc_p_excellent']:.3f} / {row['auc_expected_rating']:.3f}" for r, row in sep.iterrows()
+    )
+    + ".",
+]
+display(Markdown("\n".join(f"- {x}" for x in lines)))
+
+# %% [markdown]
+# ## Accuracy under both rules
+#
+# Overall accuracy@1 (four feedback domains, micro), mean ± sd over the three seeds, per RQA system and reranker:
+
+# %%
+tables = []
+for rule in ("p_excellent", "expected_rating"):
+    t = seed_table(score_outcomes(rated, rule))
+    tables.append(t[t["test_set"] == "overall (micro)"].assign(test_set=rule))
+both = pd.concat(tables, ignore_index=True)
+rescored = [s for s in SYSTEMS if s in set(rated["rqa"])]
+mean_sd_table(both, row_order=[(r, v) for r in rescored for v in VARIANTS], digits=2)
+
+# %% [markdown]
+# ## Is the difference real?
+#
+# For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table. `changed_picks` is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse.
+
+# %%
+shown = ablation.copy()
+for c in ["acc_p_excellent", "acc_expected_rating", "delta", "delta_ci_low", "delta_ci_high"]:
+    shown[c] = (100 * shown[c]).round(2)
+shown["changed_picks"] = shown["changed_picks"].round(4)
+shown.round({"p_value": 4, "p_holm": 4})
+
+# %%
+plot_data = ablation.assign(delta_pts=100 * ablation["delta"])
+ax = plot_grouped_bars(plot_data, "rqa", "reranker", "delta_pts")
+ax.axhline(0, color="grey", linewidth=0.8)
+ax.set_ylabel("accuracy(E[y]/3) - accuracy(P(Exc)), points")
+plt.show()
+
+# %% [markdown]
+# ## What decides the difference
+#
+# Two properties of a score decide what adding it to P_theta does. **Separation**: how well the score alone ranks the gold passage above the other top-5 candidates (ROC AUC over all candidates of all seeds). **Spread**: how much the score varies within one question's five candidates (mean within-question sd). With S = P_theta + score, a score with a larger spread than P_theta overrides the RQA's order; a flat score leaves the RQA in charge. E[y]/3 averages over the whole distribution, so it also credits answers the reranker thinks Acceptable rather than Excellent.
+
+# %%
+separation.set_index(["rqa", "reranker"]).round(4)
+
+# %% [markdown]
+# With the fully trained rerankers the two rules still hardly differ, for a reason the spread table shows. The rerankers that separate gold from the other candidates (`vanilla`, `combined`) learned from pseudo-ratings that are only Excellent or Bad, so they put almost no mass on the middle ratings and E[y]/3 is nearly P(Excellent) for them (few or no changed picks). The feedback-only rerankers spread mass over all four ratings, which is where the rules can disagree, but their scores barely vary within one question's five candidates (a spread of about a twentieth of P_theta's), so the RQA decides almost every pick under either rule. The question of the ablation needs a reranker that both separates gold passages and grades the others; none of this configuration does both.
+
+# %%
+fb = rated[rated["domain"].isin(["Australia", "CDC", "UK", "WHO"])]
+mass = fb.groupby("reranker")[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].mean()
+mass.reindex(VARIANTS).round(3)  # mean predicted distribution over the rescored candidates

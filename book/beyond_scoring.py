@@ -1,0 +1,316 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Beyond the paper I: calibration, the weight of the sum, the reranking depth
+#
+# The paper fixes three choices when it combines the two models, S = P_theta + P_phi(Excellent) over the RQA's top 5. A practitioner deploying this needs to know how much each choice matters:
+#
+# 1. **Calibration.** Are P_theta and P(Excellent) probabilities one can add? Does temperature scaling of either (fitted on held-out data, never on the test questions) change the combined accuracy?
+# 2. **The weight.** S = (1 - w) P_theta + w P(Excellent) for w from 0 (the RQA alone) to 1 (the reranker alone); w = 0.5 ranks exactly like the paper's sum. Where is the sum on that curve, and is the best w stable across domains and seeds?
+# 3. **The depth.** Reranking the top k for k = 1..20, against the recall@k ceiling.
+#
+# Everything is computed from `results/` (`candidates.parquet`, and `deep_candidates.parquet` and `selection_predictions.parquet` written by `fqa run beyond`). Protocol `available` (DESIGN §3): the rerankers are the fully fine-tuned MiniLM cross-encoders of the reranking chapter, one trained model per variant and seed rescoring every RQA system; how well each separates the gold passage from the other candidates (ROC AUC, reranker alone) is measured there, and every effect below is bounded by it. Overall = the four feedback domains' 1,992 test questions, micro-averaged; reranker outcomes are averaged over their three seeds per question before every bootstrap.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from fqa_analysis import beyond, data
+from fqa_analysis.plots import plot_lines, plot_reliability
+from fqa_analysis.ratings import item_ratings
+from fqa_analysis.rerank_analysis import join_annotators, per_item_rating_scores, rating_quality_table
+from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir
+
+RESULTS = results_dir()
+candidates = load_candidates(RESULTS)
+deep = load_table(RESULTS, "deep_candidates.parquet")
+selection = load_table(RESULTS, "selection_predictions.parquet")
+manifest = load_manifest(RESULTS)["stages"]
+SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
+VARIANTS = list(manifest["rerank"]["config"]["variants"])
+print(f"protocol {manifest['beyond']['protocol']}; RQA systems {SYSTEMS}; rerankers {VARIANTS}")
+
+# %% [markdown]
+# ## 1. Calibration
+#
+# ### P_theta: the RQA's probability
+#
+# P_theta is a softmax over the whole domain pool. The rqa stage fits one temperature per system on the QA *valid* sets (minimum NLL of the gold passage) and every chapter uses it; the paper uses the plain softmax (T = 1). Calibration of the top-ranked passage's probability on the test questions, ECE over 10 equal-width bins with a 95% bootstrap CI over questions (B = 2,000):
+
+# %%
+temps = load_table(RESULTS, "rqa_temperatures.parquet").set_index("rqa")["temperature"]
+conf = {
+    "fitted T": beyond.top1_confidence(deep, "p_rqa"),
+    "T = 1": beyond.top1_confidence(deep, "p_rqa_t1"),
+}
+calib = beyond.calibration_table(conf)
+calib.insert(
+    1,
+    "temperature",
+    [temps[r] if s == "fitted T" else 1.0 for r, s in zip(calib.rqa, calib.scaling, strict=True)],
+)
+calib.round(3)
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(8, 4))
+hybrid = {name: c[c["rqa"] == "hybrid"] for name, c in conf.items()}
+for ax, (name, c) in zip(axes, hybrid.items(), strict=True):
+    plot_reliability(c["confidence"], c["correct"], "hybrid", ax=ax)
+    ax.set_title(f"hybrid, P_theta at {name}")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ### P(Excellent): the reranker's probability
+#
+# A rating temperature is fitted for every trained reranker (variant x seed) on its own model-selection pairs, the held-out 20% of training questions it already chose its epoch on (minimum cross-entropy to the annotators' distribution; the vanilla reranker's selection pairs are pseudo-rated). T > 1 means the model was over-confident. Then the rating quality on feedback_test (1,995 items, never trained on), before and after, mean over seeds:
+
+# %%
+rating_temps = beyond.rating_temperatures(selection)
+rating_temps.groupby("reranker", sort=False)[["n", "temperature", "ce_t1", "ce_fitted"]].agg(
+    ["mean", "std"]
+).round(3)
+
+# %%
+predictions = load_table(RESULTS, "rating_predictions.parquet")
+test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))
+joined = {
+    "raw": join_annotators(predictions, test_items),
+    "scaled": join_annotators(beyond.apply_rating_temperatures(predictions, rating_temps), test_items),
+}
+quality = pd.concat([rating_quality_table(j).assign(p_phi=name) for name, j in joined.items()])
+quality = quality[quality["subset"] == "all"]
+quality.groupby(["reranker", "p_phi"], sort=False)[
+    ["kl", "ece_excellent", "accuracy"]
+].mean().unstack().round(3)
+
+# %% [markdown]
+# Is the change in KL to the annotators real? Per item, seed-averaged KL(annotators || P_phi) raw and scaled, paired bootstrap over items (stratified by domain), Holm over the five rerankers:
+
+# %%
+per_item = pd.concat(
+    [beyond.item_outcomes(per_item_rating_scores(j)).assign(p_phi=name) for name, j in joined.items()]
+)
+kl_cmp = beyond.compare_within(per_item, ["reranker"], "p_phi", "raw", column="kl")
+kl_cmp = kl_cmp[kl_cmp["p_phi"] == "scaled"]
+print(kl_cmp["signature"].iloc[0])
+kl_cmp[["reranker", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm"]].round(4)
+
+# %% [markdown]
+# P(Excellent) is calibrated against the annotators' share of Excellent ratings, not against being the gold passage. Read as the probability that a candidate *is the gold answer*, it is far off: among the hybrid system's top-5 candidates (combined reranker, all seeds), the share of gold candidates per P(Excellent) bin:
+
+# %%
+top5 = candidates[(candidates["rqa"] == "hybrid") & (candidates["reranker"] == "combined")]
+top5 = top5[top5["domain"].isin(data.FEEDBACK_DOMAINS)]
+ece, lo, hi = beyond.ece_with_ci(top5["p_excellent"].to_numpy(float), top5["is_gold"].to_numpy(float))
+print(
+    f"ECE of P(Excellent) as P(gold): {ece:.3f} [{lo:.3f}, {hi:.3f}] over {len(top5):,} candidate rows; "
+    f"mean P(Excellent) {top5['p_excellent'].mean():.3f}, share gold {top5['is_gold'].mean():.3f}"
+)
+ax = plot_reliability(
+    top5["p_excellent"], top5["is_gold"], "combined", xlabel="P(Excellent)", ylabel="share gold"
+)
+ax.set_title("hybrid top-5 candidates")
+plt.show()
+
+# %% [markdown]
+# ### Does temperature scaling change the combined accuracy?
+#
+# Every reranked run of every RQA system under four scorings: `as run` (P_theta at its fitted T, raw P(Excellent): the other chapters), `P_theta at T=1` (the paper's literal recipe), `P_phi scaled` and `both`. Each is compared with `as run` on the same questions; Holm over all 60 comparisons of the table. Accuracy in points.
+
+# %%
+rating_temps_all = rating_temps  # one temperature per (reranker, seed)
+variants = beyond.calibration_variants(candidates, deep, rating_temps_all)
+scaling_cmp = beyond.compare_within(variants, ["rqa", "reranker"], "scaling", "as run")
+print(scaling_cmp["signature"].iloc[0])
+shown_scaling = scaling_cmp[scaling_cmp["scaling"] != "as run"].copy()
+for c in ("mean", "delta", "delta_ci_low", "delta_ci_high"):
+    shown_scaling[c] = 100 * shown_scaling[c]
+shown_scaling.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False).round(2)
+
+# %%
+scaling_sig = shown_scaling[shown_scaling["p_holm"] < 0.05]
+print(
+    f"{len(scaling_sig)} of {len(shown_scaling)} scorings differ significantly from `as run` (Holm p < 0.05)"
+)
+for scaling, block in shown_scaling.groupby("scaling", sort=False):
+    print(
+        f"{scaling:>15}: delta {block['delta'].min():+.2f} .. {block['delta'].max():+.2f} points, "
+        f"smallest Holm p {block['p_holm'].min():.3g}"
+    )
+scaling_sig[["rqa", "reranker", "scaling", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_holm"]].round(
+    4
+)
+
+# %% [markdown]
+# ## 2. The combination weight
+#
+# S = (1 - w) P_theta + w P(Excellent), w = 0, 0.05, ..., 1 (P_theta at its fitted temperature). w = 0 is the RQA alone, w = 0.5 the paper's sum, w = 1 the reranker alone. Accuracy per RQA system and reranker, seed-averaged; the band is a 95% bootstrap CI (B = 1,000) shown for the hybrid system:
+
+# %%
+W = np.round(np.arange(0, 1.0001, 0.05), 2)
+curve = beyond.weight_curve(candidates, W)
+means = curve.groupby(["rqa", "reranker", "w"], sort=False)["correct"].mean().reset_index()
+hybrid_ci = beyond.accuracy_by(curve[curve["rqa"] == "hybrid"], ["reranker", "w"], n_resamples=1000)
+fig, axes = plt.subplots(1, len(SYSTEMS), figsize=(4 * len(SYSTEMS), 3.5), sharey=False)
+for ax, rqa in zip(np.atleast_1d(axes), SYSTEMS, strict=True):
+    if rqa == "hybrid":
+        plot_lines(hybrid_ci, "w", "mean", "reranker", "ci_low", "ci_high", ax=ax)
+    else:
+        plot_lines(means[means["rqa"] == rqa], "w", "correct", "reranker", ax=ax)
+    ax.axvline(0.5, color="grey", linestyle=":", linewidth=1)
+    ax.set_title(rqa)
+    ax.set_ylabel("accuracy@1 (overall, micro)")
+for ax in np.atleast_1d(axes)[:-1]:
+    ax.get_legend().remove()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Where the sum lies, and how stable the best weight is: the best w overall (ties go to the w nearest 0.5), its accuracy, the sum's and the RQA alone's, then the best w chosen on each domain alone and on each seed alone:
+
+# %%
+stability = beyond.weight_stability(curve)
+for c in ("best_accuracy", "accuracy_at_half", "accuracy_at_0"):
+    stability[c] = (100 * stability[c]).round(2)
+stability
+
+# %%
+w_cols = [c for c in stability.columns if c.startswith("w*") and "seed" not in c]
+s_cols = [c for c in stability.columns if c.startswith("w*seed")]
+spread_domains = stability[w_cols].max(axis=1) - stability[w_cols].min(axis=1)
+spread_seeds = stability[s_cols].max(axis=1) - stability[s_cols].min(axis=1)
+print(
+    f"best w across domains: range {spread_domains.min():.2f}..{spread_domains.max():.2f} "
+    f"(median {spread_domains.median():.2f}); across seeds: range {spread_seeds.min():.2f}.."
+    f"{spread_seeds.max():.2f} (median {spread_seeds.median():.2f})"
+)
+gap = stability["best_accuracy"] - stability["accuracy_at_half"]
+print(
+    f"in-sample gain of the best w over the sum: {gap.min():.2f}..{gap.max():.2f} points "
+    "(chosen on the test questions themselves: an upper bound, tested honestly below)"
+)
+
+# %% [markdown]
+# Choosing w on the test questions flatters it. An honest estimate: choose w on three domains, answer the fourth with it, for each domain in turn, and compare with the sum on the same questions (paired bootstrap, Holm over the 20 (RQA, reranker) pairs).
+
+# %%
+cross = beyond.cross_domain_weight(curve)
+tuned_cmp = beyond.compare_within(cross, ["rqa", "reranker"], "w_rule", "sum")
+tuned_cmp = tuned_cmp[tuned_cmp["w_rule"] == "tuned"]
+chosen = cross[cross["w_rule"] == "tuned"].groupby(["rqa", "reranker", "domain"])["chosen_w"].first()
+chosen = chosen.unstack("domain").add_prefix("w for ")
+table = tuned_cmp.set_index(["rqa", "reranker"])[["mean", "delta", "delta_ci_low", "delta_ci_high"]] * 100
+table = table.join(tuned_cmp.set_index(["rqa", "reranker"])[["p_value", "p_holm"]]).join(chosen)
+table = table.reindex(pd.MultiIndex.from_product([SYSTEMS, VARIANTS], names=["rqa", "reranker"]))
+print(tuned_cmp["signature"].iloc[0])
+table.round(3)
+
+# %%
+tuned_sig = tuned_cmp[tuned_cmp["p_holm"] < 0.05]
+print(
+    f"tuning w on other domains beats the sum significantly in {(tuned_sig.delta > 0).sum()} and loses in "
+    f"{(tuned_sig.delta < 0).sum()} of {len(tuned_cmp)} (RQA, reranker) pairs; delta range "
+    f"{100 * tuned_cmp['delta'].min():+.2f}..{100 * tuned_cmp['delta'].max():+.2f} points"
+)
+
+# %% [markdown]
+# ## 3. The reranking depth
+#
+# The paper reranks the RQA's top 5. `fqa run beyond` scored the hybrid system's top 20 with the `combined` reranker, the paper's best (three seeds; ranks 1..5 are the very numbers of `candidates.parquet`). Accuracy of reranking the top k with the paper's sum, k = 1 (the RQA alone) .. 20, against the ceiling a perfect reranker would reach: recall@k, the share of questions whose gold passage is within the top k.
+
+# %%
+K = list(range(1, 21))
+depth = beyond.depth_curve(deep, K)
+acc_k = beyond.accuracy_by(depth, ["reranker", "depth"], n_resamples=1000)
+first = depth[(depth["reranker"] == depth["reranker"].iloc[0]) & (depth["seed"] == depth["seed"].iloc[0])]
+ceiling = beyond.accuracy_by(first.drop(columns="seed"), ["depth"], column="ceiling", n_resamples=1000)
+ax = plot_lines(acc_k, "depth", "mean", "reranker", "ci_low", "ci_high")
+plot_lines(
+    ceiling.assign(system="recall@k (ceiling)"),
+    "depth",
+    "mean",
+    "system",
+    "ci_low",
+    "ci_high",
+    ax=ax,
+    linestyle=":",
+)
+ax.axvline(5, color="grey", linestyle=":", linewidth=1)
+ax.set_xlabel("k (candidates reranked)")
+ax.set_ylabel("accuracy@1 (overall, micro)")
+ax.set_title("hybrid RQA")
+plt.show()
+
+# %%
+depth_cmp = beyond.compare_within(depth, ["reranker"], "depth", 5)
+print(depth_cmp["signature"].iloc[0])
+shown = depth_cmp[depth_cmp["depth"].isin([1, 2, 3, 5, 10, 15, 20])].copy()
+shown = shown.merge(ceiling[["depth", "mean"]].rename(columns={"mean": "recall@k"}), on="depth")
+for c in ("mean", "delta", "delta_ci_low", "delta_ci_high", "recall@k"):
+    shown[c] = (100 * shown[c]).round(2)
+shown[["reranker", "depth", "mean", "recall@k", "delta", "delta_ci_low", "delta_ci_high", "p_holm"]].round(4)
+
+# %% [markdown]
+# ## What it costs
+#
+# Everything in sections 1 and 2 is computed from the committed tables in seconds. The top-20 scoring is part of `fqa run beyond` (its manifest entry below); the rest of that stage serves the next chapter.
+
+# %%
+timings = manifest["beyond"]["timings"]
+deep_steps = {k: v for k, v in timings.items() if k.startswith("deep/")}
+total = sum(v["compute_s"] for v in deep_steps.values())
+peak = max(v["compute_peak_rss_mb"] for v in deep_steps.values())
+print(
+    f"top-20 candidates: {manifest['beyond']['deep_new_pairs']:,} new pairs encoded and scored; "
+    f"{total / 60:.1f} min of compute on this machine (2 cores), peak {peak / 1024:.1f} GiB"
+)
+
+# %% [markdown]
+# ## Findings
+#
+# One line each, computed from the tables above (the closing note of issue 6 repeats them):
+
+# %%
+fit_ece = calib[calib["scaling"] == "fitted T"].set_index("rqa")["ece"]
+t1_ece = calib[calib["scaling"] == "T = 1"].set_index("rqa")["ece"]
+rt = rating_temps["temperature"]
+kl_d, sc_d = kl_cmp["delta"], shown_scaling["delta"]
+tu_d = 100 * tuned_cmp["delta"]
+lines = [
+    f"P_theta: top-1 ECE {fit_ece.min():.3f}..{fit_ece.max():.3f} at the fitted temperature, "
+    f"{t1_ece.min():.3f}..{t1_ece.max():.3f} at T = 1 (across RQA systems).",
+    f"P(Excellent): rating temperatures {rt.min():.2f}..{rt.max():.2f}; KL to the annotators changes by "
+    f"{kl_d.min():+.4f}..{kl_d.max():+.4f} nats "
+    f"({(kl_cmp.p_holm < 0.05).sum()} of {len(kl_cmp)} significant).",
+    f"Temperature scaling and QA accuracy: {len(scaling_sig)} of {len(shown_scaling)} scorings differ "
+    f"(Holm p < 0.05); deltas {sc_d.min():+.2f}..{sc_d.max():+.2f} points.",
+    f"Weight: best w in-sample {stability['best_w'].min():.2f}..{stability['best_w'].max():.2f}; across "
+    f"domains the best w spans up to {spread_domains.max():.2f}; tuned on the other domains, "
+    f"{tu_d.min():+.2f}..{tu_d.max():+.2f} points vs the sum "
+    f"({(tuned_cmp.p_holm < 0.05).sum()} of {len(tuned_cmp)} significant).",
+]
+for r, b in acc_k.loc[acc_k.groupby("reranker")["mean"].idxmax()].set_index("reranker").iterrows():
+    at20 = shown[(shown.reranker == r) & (shown.depth == 20)].iloc[0]
+    lines.append(
+        f"Depth, {r}: best k = {int(b.depth)} ({100 * b['mean']:.2f}%); k = 20 vs k = 5 {at20.delta:+.2f} "
+        f"points (Holm p {at20.p_holm:.3g}); recall@20 {at20['recall@k']:.2f}%."
+    )
+print("\n".join(f"- {line}" for line in lines))
+
+# %% [markdown]
+# **Reading.** (1) The RQA temperature is not cosmetic. With the plain softmax (T = 1) the cosine-based systems' P_theta is almost flat over a pool of hundreds of passages, so in the sum P(Excellent) alone decides and accuracy falls towards the reranker alone's, by tens of points for the feedback-only rerankers; BM25, whose fitted temperature is closer to 1, changes far less (with `combined` it even gains a little, because T = 1 hands more of the decision to a reranker that is better than BM25). The paper's recipe presumes an RQA whose softmax is sharp. (2) Scaling P(Excellent) changes its fit to the annotators for most rerankers, but on QA accuracy it only costs: where `combined` helps most (BM25, zero-shot MiniLM) the fitted temperature softens its vote and loses a point or two. (3) The weight follows the relative strength of the two models: where the reranker alone is about as good as the RQA alone or better (BM25 and zero-shot MiniLM with `vanilla` or `combined`) the best w is high and a w tuned on the other domains can beat the sum; for the hybrid and the fine-tuned MiniLM the curves are flat around the sum and a tuned w never beats it. (4) Reranking deeper raises the ceiling (recall@k) steeply, but not the accuracy: a reranker that picks the gold alone for about half of the questions cannot find it among twenty.
