@@ -5,9 +5,11 @@ Runs by `make smoke` (part of `make test`); needs the data (`make data`) and the
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -191,3 +193,33 @@ def test_beyond_stage_reuses_the_rerank_models_and_covers_the_top_20(
     assert set(selection["reranker"]) == set(VARIANTS)
     stage = json.loads((out / "manifest.json").read_text())["stages"]["beyond"]
     assert stage["timings"]["fraction/1/seed0/train"]["from_cache"]
+
+
+def _outputs(nb: Any) -> str:
+    """The text of every code cell's outputs."""
+    return "\n".join(
+        str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    )
+
+
+@pytest.mark.parametrize("page", ["ablation_score", "ablation_loss"])
+def test_ablation_notebooks_run_on_another_results_folder(
+    smoke_run: tuple[Path, Path, float], page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README "Rerun an ablation": a book notebook executed with $FQA_RESULTS_DIR reads that folder."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    out, _, _ = smoke_run
+    monkeypatch.setenv("FQA_RESULTS_DIR", str(out))  # the kernel inherits the environment
+    stored = nbformat.read(Path(__file__).resolve().parents[1] / "book" / f"{page}.ipynb", as_version=4)
+    nb = copy.deepcopy(stored)
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises CellExecutionError on any failing cell
+    # one seed of each variant on a subset: the outputs are not the book's
+    assert _outputs(nb) and _outputs(nb) != _outputs(stored)
