@@ -39,11 +39,11 @@ from fqa_analysis.rerank_analysis import (
     rating_quality_table,
     score_outcomes,
 )
-from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir
+from fqa_analysis.results import load_candidates, load_stage, load_table, results_dir
 from fqa_analysis.stats import paired_bootstrap
 
 RESULTS = results_dir()
-stage = load_manifest(RESULTS)["stages"]["rerank"]
+stage = load_stage(RESULTS, "rerank")
 VARIANTS = list(stage["config"]["variants"])
 LOSSES = [v for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v in VARIANTS]
 predictions = load_table(RESULTS, "rating_predictions.parquet")

@@ -26,11 +26,11 @@ from IPython.display import Markdown, display
 from fqa_analysis.plots import plot_grouped_bars
 from fqa_analysis.report import mean_sd_table
 from fqa_analysis.rerank_analysis import score_ablation, score_outcomes, score_separation, seed_table
-from fqa_analysis.results import load_candidates, load_manifest, results_dir
+from fqa_analysis.results import load_candidates, load_stage, results_dir
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
-stage = load_manifest(RESULTS)["stages"]["rerank"]
+stage = load_stage(RESULTS, "rerank")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 VARIANTS = list(stage["config"]["variants"])
 rated = candidates[candidates["reranker"] != "none"]

@@ -34,11 +34,11 @@ from fqa_analysis.candidates import CANDIDATE_COLUMNS
 from fqa_analysis.plots import plot_grouped_bars, plot_lines
 from fqa_analysis.ratings import item_ratings
 from fqa_analysis.rerank_analysis import join_annotators, per_item_rating_scores, score_outcomes
-from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir
+from fqa_analysis.results import load_candidates, load_stage, load_table, results_dir
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
-stage = load_manifest(RESULTS)["stages"]["beyond"]
+stage = load_stage(RESULTS, "beyond")
 RQA = stage["config"]["rqa"]
 experiments = load_table(RESULTS, "feedback_experiments.parquet")
 exp_candidates = beyond.experiment_candidates(experiments, candidates, RQA)

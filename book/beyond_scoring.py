@@ -33,13 +33,13 @@ from fqa_analysis import beyond, data
 from fqa_analysis.plots import plot_lines, plot_reliability
 from fqa_analysis.ratings import item_ratings
 from fqa_analysis.rerank_analysis import join_annotators, per_item_rating_scores, rating_quality_table
-from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir
+from fqa_analysis.results import load_candidates, load_stage, load_table, results_dir
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
 deep = load_table(RESULTS, "deep_candidates.parquet")
 selection = load_table(RESULTS, "selection_predictions.parquet")
-manifest = load_manifest(RESULTS)["stages"]
+manifest = {s: load_stage(RESULTS, s) for s in ("rerank", "beyond")}
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 VARIANTS = list(manifest["rerank"]["config"]["variants"])
 print(f"protocol {manifest['beyond']['protocol']}; RQA systems {SYSTEMS}; rerankers {VARIANTS}")

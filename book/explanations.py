@@ -27,13 +27,13 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.ratings import LABELS
 from fqa_analysis.report import ci_table
-from fqa_analysis.results import load_manifest, load_table, results_dir
+from fqa_analysis.results import load_stage, load_table, results_dir
 from fqa_analysis.stats import bootstrap_means, paired_bootstrap
 from fqa_analysis.text_metrics import corpus_bleu
 
 pd.set_option("display.max_colwidth", 120)
 RESULTS = results_dir()
-stage = load_manifest(RESULTS)["stages"]["explain"]
+stage = load_stage(RESULTS, "explain")
 explanations = load_table(RESULTS, "explanations.parquet")
 humans = load_table(RESULTS, "explanation_humans.parquet")
 top1 = load_table(RESULTS, "explanations_top1.parquet")

@@ -28,13 +28,13 @@ from fqa_analysis.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.plots import plot_grouped_bars
 from fqa_analysis.report import mean_sd_table
 from fqa_analysis.rerank_analysis import compare_to_baseline, reranker_quality, score_outcomes, seed_table
-from fqa_analysis.results import load_candidates, load_frozen5_candidates, load_manifest, results_dir
+from fqa_analysis.results import load_candidates, load_frozen5_candidates, load_stage, results_dir
 
 pd.set_option("display.max_columns", 20)
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
 frozen5 = load_frozen5_candidates(RESULTS)  # the earlier rerankers, 5 of 6 layers frozen
-stage = load_manifest(RESULTS)["stages"]["rerank"]
+stage = load_stage(RESULTS, "rerank")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 RERANKERS = ["none", *stage["config"]["variants"]]
 RESCORED = [s for s in SYSTEMS if s in set(candidates.loc[candidates["reranker"] != "none", "rqa"])]

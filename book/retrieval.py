@@ -35,7 +35,7 @@ from fqa_analysis.metrics import ranking_metrics, recall_curve
 from fqa_analysis.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.plots import plot_recall_curves, plot_reliability
 from fqa_analysis.report import ci_table, failure_examples
-from fqa_analysis.results import load_candidates, load_manifest, load_table, results_dir
+from fqa_analysis.results import load_candidates, load_stage, load_table, results_dir
 from fqa_analysis.scoring import select_top1
 from fqa_analysis.stats import accuracy_with_ci, paired_bootstrap, paired_outcomes
 
@@ -45,7 +45,7 @@ candidates = load_candidates(RESULTS)
 rqa_rows = candidates[candidates["reranker"] == "none"]
 ranks = load_table(RESULTS, "rqa_ranks.parquet")
 temps = load_table(RESULTS, "rqa_temperatures.parquet")
-stage = load_manifest(RESULTS)["stages"]["rqa"]
+stage = load_stage(RESULTS, "rqa")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(rqa_rows["rqa"])]
 print(f"protocol: {stage['protocol']}; k = {stage['config']['k']}; subset: {stage['config']['subset']}")
 print(f"test questions per system: {rqa_rows.groupby('rqa')['question_id'].size().iloc[0] // 5}")

@@ -22,6 +22,7 @@ __all__ = [
     "load_candidates",
     "load_frozen5_candidates",
     "load_manifest",
+    "load_stage",
     "load_table",
     "results_dir",
 ]
@@ -76,6 +77,28 @@ def load_manifest(results_dir: Path) -> dict[str, Any]:
         raise DataError(DataProblem(path, "(whole file)", "the manifest does not exist", FIX))
     manifest: dict[str, Any] = json.loads(path.read_text())
     return manifest
+
+
+def load_stage(results_dir: Path, stage: str) -> dict[str, Any]:
+    """The manifest entry of one pipeline stage (config, timings, ...).
+
+    Raises:
+        DataError: The manifest is missing, or holds no entry of ``stage`` (names the command
+            that writes it).
+    """
+    manifest = load_manifest(results_dir)
+    stages = manifest.get("stages", {})
+    if stage not in stages:
+        raise DataError(
+            DataProblem(
+                results_dir / "manifest.json",
+                f"stage {stage!r}",
+                f"this results folder has no {stage!r} stage (it has: {sorted(stages) or 'none'})",
+                f"run `fqa run {stage} --out {results_dir}`",
+            )
+        )
+    entry: dict[str, Any] = stages[stage]
+    return entry
 
 
 def results_dir() -> Path:

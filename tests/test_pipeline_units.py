@@ -197,3 +197,16 @@ def test_score_cached_runs_only_pairs_the_model_never_scored(
     legacy, cached = score(["y"], earlier=(["z"], ["x", "y"]))
     assert cached and legacy.tolist() == [[7.0] * 4] and len(asked) == 2
     assert score(["x", "a"])[0][:, 0].tolist() == [7.0, 1.0]
+
+
+def test_load_stage_names_the_missing_stage_and_the_command(tmp_path: Path) -> None:
+    from fqa_analysis.errors import DataError
+    from fqa_analysis.results import load_stage
+
+    (tmp_path / "manifest.json").write_text('{"stages": {"rqa": {"protocol": "available"}}}')
+    assert load_stage(tmp_path, "rqa") == {"protocol": "available"}
+    with pytest.raises(DataError) as err:
+        load_stage(tmp_path, "explain")
+    message = str(err.value)
+    assert "manifest.json" in message and "'explain'" in message and "['rqa']" in message
+    assert f"fqa run explain --out {tmp_path}" in message
