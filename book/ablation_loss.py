@@ -32,6 +32,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.plots import plot_grouped_bars, plot_reliability
 from fqa_analysis.ratings import item_ratings
+from fqa_analysis.report import comparison_points
 from fqa_analysis.rerank_analysis import (
     compare_to_baseline,
     join_annotators,
@@ -215,21 +216,4 @@ plt.show()
 # The reranked QA system's overall accuracy (S = P_theta + P(Excellent), micro), each cross-entropy loss against `feedback_kl`, on seed-averaged per-question outcomes, per RQA system (Holm over the two losses within an RQA system):
 
 # %%
-shown = qa.copy()
-for c in ["mean", "delta", "delta_ci_low", "delta_ci_high"]:
-    shown[c] = (100 * shown[c]).round(2)
-shown[
-    [
-        "rqa",
-        "system",
-        "mean",
-        "delta",
-        "delta_ci_low",
-        "delta_ci_high",
-        "p_value",
-        "p_holm",
-        "wins",
-        "ties",
-        "losses",
-    ]
-].round(4)
+comparison_points(qa)

@@ -26,7 +26,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.plots import plot_grouped_bars
-from fqa_analysis.report import mean_sd_table
+from fqa_analysis.report import comparison_points, mean_sd_table
 from fqa_analysis.rerank_analysis import compare_to_baseline, reranker_quality, score_outcomes, seed_table
 from fqa_analysis.results import load_candidates, load_frozen5_candidates, load_stage, results_dir
 
@@ -152,24 +152,7 @@ plt.show()
 
 # %%
 print(micro["signature"].iloc[0])
-shown = micro[micro["system"] != "none"].copy()
-for c in ["mean", "delta", "delta_ci_low", "delta_ci_high"]:
-    shown[c] = (100 * shown[c]).round(2)
-shown[
-    [
-        "rqa",
-        "system",
-        "mean",
-        "delta",
-        "delta_ci_low",
-        "delta_ci_high",
-        "p_value",
-        "p_holm",
-        "wins",
-        "ties",
-        "losses",
-    ]
-].round(4).reset_index(drop=True)
+comparison_points(micro[micro["system"] != "none"]).reset_index(drop=True)
 
 # %% [markdown]
 # The same test on the macro average (mean of the four domains):

@@ -8,7 +8,14 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["canonical_order", "ci_table", "failure_examples", "mean_sd_table"]
+__all__ = [
+    "COMPARISON_COLUMNS",
+    "canonical_order",
+    "ci_table",
+    "comparison_points",
+    "failure_examples",
+    "mean_sd_table",
+]
 
 _DOMAIN_ORDER = ("Australia", "CDC", "UK", "WHO", "overall (micro)", "overall (macro)", "Quebec")
 
@@ -148,3 +155,35 @@ def failure_examples(
             }
         )
     return pd.DataFrame(rows)
+
+
+#: Columns of a paired comparison (:meth:`~fqa_analysis.stats.Comparison.to_frame` plus its keys).
+COMPARISON_COLUMNS = [
+    "rqa",
+    "system",
+    "mean",
+    "delta",
+    "delta_ci_low",
+    "delta_ci_high",
+    "p_value",
+    "p_holm",
+    "wins",
+    "ties",
+    "losses",
+]
+
+
+def comparison_points(comparison: pd.DataFrame) -> pd.DataFrame:
+    """A comparison of accuracies for reading: means and differences in points (2 decimals), p to 4.
+
+    Example:
+        >>> row = {"rqa": "bm25", "system": "kl", "mean": 0.43321, "delta": 0.0049,
+        ...        "delta_ci_low": -0.001, "delta_ci_high": 0.011, "p_value": 0.123456, "p_holm": 0.5,
+        ...        "wins": 3, "ties": 9, "losses": 1}
+        >>> comparison_points(pd.DataFrame([row]))[["mean", "delta", "p_value"]].iloc[0].tolist()
+        [43.32, 0.49, 0.1235]
+    """
+    shown = comparison[COMPARISON_COLUMNS].copy()
+    for c in ["mean", "delta", "delta_ci_low", "delta_ci_high"]:
+        shown[c] = (100 * shown[c]).round(2)
+    return shown.round(4)
