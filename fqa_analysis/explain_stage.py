@@ -224,12 +224,18 @@ def _classifier_accuracy(
 ) -> dict[str, float]:
     """The consistency classifier's accuracy on held-out human explanations: overall and per rating."""
     predicted = classifier.predict(embedder.vectors([e.explanation for e in held]))
-    right = np.array([LABELS[int(p)] == e.rating for p, e in zip(predicted, held, strict=True)])
-    ratings = np.array([e.rating for e in held])
-    out = {"overall": float(right.mean()) if len(right) else float("nan")}
+    right = [LABELS[int(p)] == e.rating for p, e in zip(predicted, held, strict=True)]
+    shares = _shares_by_rating(right, [e.rating for e in held])
+    return {"overall": shares.pop(""), **shares}
+
+
+def _shares_by_rating(hits: Sequence[bool], ratings: Sequence[str]) -> dict[str, float]:
+    """Share of hits over all rows (key ``""``) and per rating (NaN where a rating has no rows)."""
+    hit, rated = np.asarray(hits, dtype=bool), np.asarray(ratings)
+    out = {"": float(hit.mean()) if len(hit) else float("nan")}
     for label in LABELS:
-        mask = ratings == label
-        out[label] = float(right[mask].mean()) if mask.any() else float("nan")
+        mask = rated == label
+        out[label] = float(hit[mask].mean()) if mask.any() else float("nan")
     return out
 
 
@@ -253,20 +259,17 @@ def _held_out_figures(
 ) -> dict[str, float]:
     """Consistency (overall and per rating), similarity to the pair's human explanations, distinct share."""
     labels = classifier.predict(embedder.vectors(texts))
-    consistent = np.array([LABELS[int(label)] == r for label, (_, _, r) in zip(labels, rows, strict=True)])
-    ratings = np.array([r for _, _, r in rows])
-    out = {
-        "consistent": float(consistent.mean()),
+    consistent = [LABELS[int(label)] == r for label, (_, _, r) in zip(labels, rows, strict=True)]
+    shares = _shares_by_rating(consistent, [r for _, _, r in rows])
+    return {
+        "consistent": shares.pop(""),
         "embedding_sim": float(
             np.mean([embedder.max_cosine(t, ref) for t, ref in zip(texts, refs, strict=True)])
         ),
         "rouge_l": float(np.mean([rouge_l(t, ref) for t, ref in zip(texts, refs, strict=True)])),
         "distinct": len(set(texts)) / max(len(texts), 1),
+        **{f"consistent_{label}": share for label, share in shares.items()},
     }
-    for label in LABELS:
-        mask = ratings == label
-        out[f"consistent_{label}"] = float(consistent[mask].mean()) if mask.any() else float("nan")
-    return out
 
 
 def _levers(
@@ -298,24 +301,20 @@ def _levers(
     if decode.candidates:
         variants["one sampled candidate"] = [c[1] for c in candidates]
         k = 1 + decode.candidates
+        both, policy = f"best of {k}: classifier + similarity", f"best of {k} where greedy disagrees"
         for name, weights in (
             (f"best of {k}: rating classifier", (1.0, 0.0)),
             (f"best of {k}: similarity to the pair", (0.0, 1.0)),
-            (f"best of {k}: classifier + similarity", (chooser.rating_weight, chooser.sim_weight)),
+            (both, (chooser.rating_weight, chooser.sim_weight)),
         ):
             picks = chooser.with_weights(*weights).choose(rows, candidates)
             variants[name] = [c[i] for c, i in zip(candidates, picks, strict=True)]
-        both = variants[f"best of {k}: classifier + similarity"]
         # keep greedy where the chooser's classifier already reads it as the rating
         agree = chooser.agrees(rows, variants["greedy"])
-        variants[f"best of {k} where greedy disagrees"] = [
-            c[0] if ok else t for c, ok, t in zip(candidates, agree, both, strict=True)
+        variants[policy] = [
+            c[0] if ok else t for c, ok, t in zip(candidates, agree, variants[both], strict=True)
         ]
-        chosen = (
-            f"best of {k}: classifier + similarity"
-            if decode.sample_all
-            else f"best of {k} where greedy disagrees"
-        )
+        chosen = both if decode.sample_all else policy
     else:
         chosen = "greedy"
     return pd.DataFrame(
@@ -409,11 +408,11 @@ def run_explain(
         source: [(it.question, it.passage.text, r) for it, r in zip(test_items, ratings, strict=True)]
         for source, ratings in sources.items()
     }
+    # one call per explainer over every row: identical rows are explained once and alike
+    every = [*test_rows["predicted"], *test_rows["majority"], *top1_rows]
     frames = []
     for explainer in explainers:
         with stage(timings, f"{explainer.name}/explain"):
-            # one call over every row: identical rows are explained once and alike
-            every = [*test_rows["predicted"], *test_rows["majority"], *top1_rows]
             texts_of = dict(zip(every, explainer.explain_many(every), strict=True))
             for source, ratings in sources.items():
                 texts = [texts_of[row] for row in test_rows[source]]
