@@ -15,10 +15,10 @@ import time
 
 from fqa_analysis import data
 from fqa_analysis.cache import default_cache_root
+from fqa_analysis.models.reranker import RerankConfig, encode_pairs, train_reranker
+from fqa_analysis.models.reranker_data import feedback_training_sets
 from fqa_analysis.profiling import peak_rss_mb
-from fqa_analysis.rerank import RerankConfig, encode_pairs, train_reranker
-from fqa_analysis.rerank_data import feedback_training_sets
-from fqa_analysis.rerank_stage import RerankRunConfig, _pseudo_pairs, example_ids
+from fqa_analysis.stages.rerank import RerankRunConfig, _pseudo_pairs, example_ids
 
 
 def main() -> None:

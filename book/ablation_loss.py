@@ -30,18 +30,18 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.plots import plot_grouped_bars, plot_reliability
-from fqa_analysis.ratings import item_ratings
-from fqa_analysis.report import comparison_points
-from fqa_analysis.rerank_analysis import (
+from fqa_analysis.core.plots import plot_grouped_bars, plot_reliability
+from fqa_analysis.core.ratings import item_ratings
+from fqa_analysis.core.report import comparison_points
+from fqa_analysis.core.reranking import (
     compare_to_baseline,
     join_annotators,
     per_item_rating_scores,
     rating_quality_table,
     score_outcomes,
 )
-from fqa_analysis.results import load_candidates, load_stage, load_table, results_dir
-from fqa_analysis.stats import paired_bootstrap
+from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
+from fqa_analysis.core.stats import paired_bootstrap
 
 RESULTS = results_dir()
 stage = load_stage(RESULTS, "rerank")
@@ -137,8 +137,8 @@ cells.join(quality.groupby(["reranker", "subset"], sort=False)["n"].first())
 # %%
 import numpy as np
 
-from fqa_analysis.ratings import LABELS, majority_label, rating_distribution, rating_quality
-from fqa_analysis.rerank_data import feedback_item_sets
+from fqa_analysis.core.ratings import LABELS, majority_label, rating_distribution, rating_quality
+from fqa_analysis.models.reranker_data import feedback_item_sets
 
 data_dir = data.resolve_data_dir(None)
 fit_items, _ = feedback_item_sets(

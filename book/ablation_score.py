@@ -23,10 +23,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from fqa_analysis.plots import plot_grouped_bars
-from fqa_analysis.report import mean_sd_table
-from fqa_analysis.rerank_analysis import score_ablation, score_outcomes, score_separation, seed_table
-from fqa_analysis.results import load_candidates, load_stage, results_dir
+from fqa_analysis.core.plots import plot_grouped_bars
+from fqa_analysis.core.report import mean_sd_table
+from fqa_analysis.core.reranking import score_ablation, score_outcomes, score_separation, seed_table
+from fqa_analysis.core.results import load_candidates, load_stage, results_dir
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)

@@ -29,12 +29,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
 
-from fqa_analysis import beyond, data
-from fqa_analysis.candidates import CANDIDATE_COLUMNS
-from fqa_analysis.plots import plot_grouped_bars, plot_lines
-from fqa_analysis.ratings import item_ratings
-from fqa_analysis.rerank_analysis import join_annotators, per_item_rating_scores, score_outcomes
-from fqa_analysis.results import load_candidates, load_stage, load_table, results_dir
+from fqa_analysis import data
+from fqa_analysis.core import beyond
+from fqa_analysis.core.candidates import CANDIDATE_COLUMNS
+from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
+from fqa_analysis.core.ratings import item_ratings
+from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, score_outcomes
+from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)

@@ -29,11 +29,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from fqa_analysis import beyond, data
-from fqa_analysis.plots import plot_lines, plot_reliability
-from fqa_analysis.ratings import item_ratings
-from fqa_analysis.rerank_analysis import join_annotators, per_item_rating_scores, rating_quality_table
-from fqa_analysis.results import load_candidates, load_stage, load_table, results_dir
+from fqa_analysis import data
+from fqa_analysis.core import beyond
+from fqa_analysis.core.plots import plot_lines, plot_reliability
+from fqa_analysis.core.ratings import item_ratings
+from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, rating_quality_table
+from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)

@@ -22,9 +22,10 @@
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from fqa_analysis import data, ratings
-from fqa_analysis.datacheck import check_data
-from fqa_analysis.plots import plot_agreement, plot_explanation_lengths, plot_label_distribution
+from fqa_analysis import data
+from fqa_analysis.core import ratings
+from fqa_analysis.core.plots import plot_agreement, plot_explanation_lengths, plot_label_distribution
+from fqa_analysis.data.check import check_data
 
 pd.set_option("display.max_colwidth", 200)
 data_dir = data.resolve_data_dir(None)  # --data-dir / $FQA_DATA_DIR / the cache `fqa data fetch` fills

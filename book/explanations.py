@@ -25,11 +25,11 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.ratings import LABELS
-from fqa_analysis.report import ci_table
-from fqa_analysis.results import load_stage, load_table, results_dir
-from fqa_analysis.stats import bootstrap_means, paired_bootstrap
-from fqa_analysis.text_metrics import corpus_bleu
+from fqa_analysis.core.ratings import LABELS
+from fqa_analysis.core.report import ci_table
+from fqa_analysis.core.results import load_stage, load_table, results_dir
+from fqa_analysis.core.stats import bootstrap_means, paired_bootstrap
+from fqa_analysis.core.text_metrics import corpus_bleu
 
 pd.set_option("display.max_colwidth", 120)
 RESULTS = results_dir()
@@ -108,7 +108,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # %% [markdown]
 # ## The explainers
 #
-# All behind `explain(question, passage, rating) -> text` (`fqa_analysis.explain`):
+# All behind `explain(question, passage, rating) -> text` (`fqa_analysis.models.explainer`):
 #
 # - `template`: one fixed, hand-written sentence per rating (the floor);
 # - `retrieval_same_rating`: the explanation of the most similar training (question, passage) pair with the same rating (zero-shot MiniLM embeddings, cosine); `retrieval_any_rating`: the same without the rating filter;

@@ -24,11 +24,11 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.paper import PAPER_OVERALL_ACCURACY
-from fqa_analysis.plots import plot_grouped_bars
-from fqa_analysis.report import comparison_points, mean_sd_table
-from fqa_analysis.rerank_analysis import compare_to_baseline, reranker_quality, score_outcomes, seed_table
-from fqa_analysis.results import load_candidates, load_frozen5_candidates, load_stage, results_dir
+from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
+from fqa_analysis.core.plots import plot_grouped_bars
+from fqa_analysis.core.report import comparison_points, mean_sd_table
+from fqa_analysis.core.reranking import compare_to_baseline, reranker_quality, score_outcomes, seed_table
+from fqa_analysis.core.results import load_candidates, load_frozen5_candidates, load_stage, results_dir
 
 pd.set_option("display.max_columns", 20)
 RESULTS = results_dir()
@@ -236,7 +236,7 @@ capacity
 # The AUC of P(Excellent) on every rescored RQA system's top 5, seeds pooled:
 
 # %%
-from fqa_analysis.rerank_analysis import score_separation
+from fqa_analysis.core.reranking import score_separation
 
 separation = score_separation(candidates).pivot(index="rqa", columns="reranker", values="auc_p_excellent")
 separation.reindex(index=RESCORED, columns=RERANKERS[1:]).round(3)
@@ -247,7 +247,7 @@ separation.reindex(index=RESCORED, columns=RERANKERS[1:]).round(3)
 # The paper's plain sum gives the two probabilities equal weight. As a diagnosis (on the test questions, so not a tuned result; {doc}`beyond_scoring` tunes w out of sample), accuracy@1 of S = (1 - w) P_theta + w P(Excellent) on the hybrid for a few w, seed mean, in %: w = 0 is the RQA alone, w = 0.5 ranks exactly like the paper's sum, w = 1 is the reranker alone. P_theta is a softmax over the whole pool, so its top candidate often holds most of the mass and the sum lets the reranker overturn it only when it is confident.
 
 # %%
-from fqa_analysis.sweeps import candidate_blocks, weight_sweep
+from fqa_analysis.core.sweeps import candidate_blocks, weight_sweep
 
 hybrid = candidates[(candidates["rqa"] == "hybrid") & candidates["domain"].isin(data.FEEDBACK_DOMAINS)]
 curve = weight_sweep(candidate_blocks(hybrid), [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])

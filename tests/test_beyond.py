@@ -1,4 +1,4 @@
-"""Issue 6 analyses (fqa_analysis.beyond) and the experiment design (rerank_data), on hand-made tables."""
+"""The beyond analyses (core.beyond) and the experiment design (models.reranker_data), on hand-made tables."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fqa_analysis import data
-from fqa_analysis.beyond import (
+from fqa_analysis.core.beyond import (
     SCALINGS,
     accuracy_by,
     apply_rating_temperatures,
@@ -31,9 +31,14 @@ from fqa_analysis.beyond import (
     weight_stability,
     with_unscaled_rqa,
 )
-from fqa_analysis.candidates import RATING_COLUMNS
-from fqa_analysis.rerank import PairStates
-from fqa_analysis.rerank_data import RatedPair, feedback_experiments, question_fraction, random_removal
+from fqa_analysis.core.candidates import RATING_COLUMNS
+from fqa_analysis.models.reranker import PairStates
+from fqa_analysis.models.reranker_data import (
+    RatedPair,
+    feedback_experiments,
+    question_fraction,
+    random_removal,
+)
 
 
 def _candidates(reranker: str = "x", seed: int = 0) -> pd.DataFrame:
@@ -325,7 +330,7 @@ def test_page_overlap_names_both_passages(tiny_data: Path) -> None:
 
 def test_reranker_inference_is_deterministic_and_independent_of_the_batch(tmp_path: Path) -> None:
     """P_phi of a pair must not depend on which pairs share its batch (padding, dropout)."""
-    from fqa_analysis.rerank import RerankConfig, _predict, _Top
+    from fqa_analysis.models.reranker import RerankConfig, _predict, _Top
 
     rng = np.random.default_rng(0)
     hidden = np.zeros((2, 12, 384), dtype=np.float16)
@@ -345,7 +350,7 @@ def test_reranker_inference_is_deterministic_and_independent_of_the_batch(tmp_pa
 
 def test_a_warm_start_continues_from_the_given_weights(tmp_path: Path) -> None:
     """`combined` continues from `vanilla`: with lr 0, training from init leaves init's predictions."""
-    from fqa_analysis.rerank import RerankConfig, _Top, predict, train_reranker
+    from fqa_analysis.models.reranker import RerankConfig, _Top, predict, train_reranker
 
     rng = np.random.default_rng(1)
     hidden = rng.normal(size=(3, 6, 384)).astype(np.float16)
@@ -368,7 +373,7 @@ def test_a_warm_start_continues_from_the_given_weights(tmp_path: Path) -> None:
 
 
 def test_deep_rqa_rows_are_reused_only_while_they_match_the_candidates(tmp_path: Path) -> None:
-    from fqa_analysis.beyond_stage import _reused_deep_rqa_rows
+    from fqa_analysis.stages.beyond import _reused_deep_rqa_rows
 
     def rows(rqa: str, ranks: int, p_first: float) -> pd.DataFrame:
         return pd.DataFrame(

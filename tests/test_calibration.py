@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fqa_analysis.calibration import fit_temperature, gold_nll, gold_ranks, pool_softmax, top_k
+from fqa_analysis.core.calibration import fit_temperature, gold_nll, gold_ranks, pool_softmax, top_k
 
 
 def test_pool_softmax_by_hand() -> None:

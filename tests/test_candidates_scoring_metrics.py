@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fqa_analysis.candidates import CANDIDATE_COLUMNS, validate_candidates
+from fqa_analysis.core.candidates import CANDIDATE_COLUMNS, validate_candidates
+from fqa_analysis.core.metrics import accuracy_by_test_set, accuracy_table, overall_accuracy, recall_at_k
+from fqa_analysis.core.scoring import combined_score, expected_rating_score, select_top1
 from fqa_analysis.errors import DataError
-from fqa_analysis.metrics import accuracy_by_test_set, accuracy_table, overall_accuracy, recall_at_k
-from fqa_analysis.scoring import combined_score, expected_rating_score, select_top1
 
 
 def _table(reranker: str = "r") -> pd.DataFrame:
@@ -98,7 +98,7 @@ def test_recall_at_k() -> None:
 
 
 def test_recall_curve_and_ranking_metrics_by_hand() -> None:
-    from fqa_analysis.metrics import ranking_metrics, recall_curve
+    from fqa_analysis.core.metrics import ranking_metrics, recall_curve
 
     ranks = pd.DataFrame({"rqa": ["a"] * 4 + ["b"] * 2, "gold_rank": [1, 2, 5, 11, 3, 1]})
     curve = recall_curve(ranks, [1, 2, 10]).set_index(["rqa", "k"])["recall"]
@@ -110,7 +110,7 @@ def test_recall_curve_and_ranking_metrics_by_hand() -> None:
 
 
 def test_seed_averaged_outcomes_by_hand() -> None:
-    from fqa_analysis.metrics import seed_averaged
+    from fqa_analysis.core.metrics import seed_averaged
 
     out = pd.DataFrame(
         {

@@ -11,7 +11,7 @@ from tinydata import edit_json
 
 from fqa_analysis import data
 from fqa_analysis.cli import main
-from fqa_analysis.datacheck import check_data
+from fqa_analysis.data.check import check_data
 from fqa_analysis.errors import DataError
 
 

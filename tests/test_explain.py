@@ -8,7 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fqa_analysis.explain import (
+from fqa_analysis.core.text_metrics import (
+    bleu,
+    corpus_bleu,
+    lcs_length,
+    leave_one_out,
+    loo_score,
+    rouge_l,
+    tokens,
+)
+from fqa_analysis.models.explainer import (
     CandidateChooser,
     DecodeConfig,
     ExplanationExample,
@@ -19,8 +28,7 @@ from fqa_analysis.explain import (
     _decoder_batch,
     train_generator,
 )
-from fqa_analysis.retrieval import DenseSystem
-from fqa_analysis.text_metrics import bleu, corpus_bleu, lcs_length, leave_one_out, loo_score, rouge_l, tokens
+from fqa_analysis.models.retrieval import DenseSystem
 
 
 def test_rouge_l_by_hand() -> None:
@@ -121,7 +129,7 @@ def test_generator_follows_the_rating_it_is_given(tmp_path: Path) -> None:
 def test_decoder_batch_scores_the_explanation_not_the_forced_prefix() -> None:
     from transformers import AutoTokenizer
 
-    from fqa_analysis.retrieval import minilm_path
+    from fqa_analysis.models.retrieval import minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(minilm_path())
     decoder_in, mask, labels = _decoder_batch(tokenizer, [("Bad", "off topic"), ("Excellent", "yes")], 40)

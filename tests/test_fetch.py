@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fqa_analysis.fetch import Manifest, ManifestEntry, fetch, git_blob_sha1, load_manifest
+from fqa_analysis.data.fetch import Manifest, ManifestEntry, fetch, git_blob_sha1, load_manifest
 
 
 def test_git_blob_sha1_matches_git_hash_object() -> None:
@@ -57,7 +57,7 @@ def test_fetch_download_failure_is_a_problem_not_a_crash(
 ) -> None:
     import urllib.error
 
-    from fqa_analysis import fetch as fetch_module
+    from fqa_analysis.data import fetch as fetch_module
 
     def refuse(url: str, timeout: float) -> bytes:
         raise urllib.error.URLError("no network")

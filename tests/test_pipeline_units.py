@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from fqa_analysis.cache import atomic_write_json, content_key, file_sha256
-from fqa_analysis.candidates import validate_candidates
+from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.data import load_qa_split
-from fqa_analysis.pipeline import _candidate_rows
-from fqa_analysis.retrieval import BM25System, domain_batches
+from fqa_analysis.models.retrieval import BM25System, domain_batches
+from fqa_analysis.stages.rqa import _candidate_rows
 
 
 def test_candidate_rows_follow_the_contract(tiny_data: Path) -> None:
@@ -56,7 +56,7 @@ def test_cache_helpers(tmp_path: Path) -> None:
 
 
 def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:
-    from fqa_analysis.pipeline import _add_compute_times
+    from fqa_analysis.stages.manifest import add_compute_times
 
     manifest = tmp_path / "manifest.json"
     config = {"subset": None, "finetune": {"epochs": 4}}
@@ -67,13 +67,13 @@ def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:
     }
     atomic_write_json(manifest, old)
     timings = {"a/fit": {"wall_s": 0.5}, "a/test": {"wall_s": 70.0}}
-    _add_compute_times(
+    add_compute_times(
         manifest, "rqa", timings, {"a/fit": True, "a/test": False}, {**config, "systems": ["a"]}, ("systems",)
     )
     assert timings["a/fit"] == {"wall_s": 0.5, "from_cache": True, "compute_s": 900.0}
     assert timings["a/test"]["compute_s"] == 70.0  # recomputed: this run's time
     other = {"a/fit": {"wall_s": 0.5}}
-    _add_compute_times(manifest, "rqa", other, {"a/fit": True}, {"subset": 8, "finetune": {"epochs": 4}})
+    add_compute_times(manifest, "rqa", other, {"a/fit": True}, {"subset": 8, "finetune": {"epochs": 4}})
     assert other["a/fit"]["compute_s"] == 0.5  # a different configuration's times are not borrowed
     atomic_write_json(
         manifest,
@@ -84,16 +84,16 @@ def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:
         },
     )
     peaks = {"a/fit": {"wall_s": 0.1, "peak_rss_mb": 900.0}, "a/new": {"wall_s": 2.0, "peak_rss_mb": 1000.0}}
-    _add_compute_times(manifest, "rerank", peaks, {"a/fit": True, "a/new": False}, config)
+    add_compute_times(manifest, "rerank", peaks, {"a/fit": True, "a/new": False}, config)
     assert peaks["a/fit"]["compute_peak_rss_mb"] == 6000.0  # the computing run's memory, carried over
     assert peaks["a/new"]["compute_peak_rss_mb"] == 1000.0
     rerank = {"a/fit": {"wall_s": 0.5}}
     atomic_write_json(manifest, old)
-    _add_compute_times(manifest, "rerank", rerank, {"a/fit": True}, config)
+    add_compute_times(manifest, "rerank", rerank, {"a/fit": True}, config)
     assert rerank["a/fit"]["compute_s"] == 0.5  # another stage's times are not borrowed
     atomic_write_json(manifest, old)
     more = {"a/test": {"wall_s": 30.0}}
-    _add_compute_times(manifest, "rqa", more, {"a/test": False}, config, (), frozenset({"a/test"}))
+    add_compute_times(manifest, "rqa", more, {"a/test": False}, config, (), frozenset({"a/test"}))
     assert more["a/test"]["compute_s"] == 90.0  # finished what the previous run began: 60 + 30
 
 
@@ -107,8 +107,8 @@ def test_rerank_stage_needs_the_rqa_stage_first(tiny_data: Path, tmp_path: Path)
 
 
 def test_results_loader_names_the_file_and_the_fix(tmp_path: Path) -> None:
+    from fqa_analysis.core.results import load_candidates
     from fqa_analysis.errors import DataError
-    from fqa_analysis.results import load_candidates
 
     with pytest.raises(
         DataError,
@@ -121,7 +121,7 @@ def test_results_loader_names_the_file_and_the_fix(tmp_path: Path) -> None:
 
 
 def test_a_model_in_training_does_not_share_the_embedding_memo() -> None:
-    from fqa_analysis.retrieval import DenseSystem
+    from fqa_analysis.models.retrieval import DenseSystem
 
     shared_a, shared_b = DenseSystem(), DenseSystem()
     private = DenseSystem(memo={})
@@ -132,8 +132,8 @@ def test_a_model_in_training_does_not_share_the_embedding_memo() -> None:
 def test_frozen5_candidates_join_the_rqa_rows_and_are_checked(tmp_path: Path) -> None:
     import pandas as pd
 
+    from fqa_analysis.core.results import load_frozen5_candidates
     from fqa_analysis.errors import DataError
-    from fqa_analysis.results import load_frozen5_candidates
 
     base = {"protocol": "available", "rqa": "hybrid", "seed": 0, "domain": "WHO", "split": "test"}
     none = pd.DataFrame(
@@ -168,8 +168,8 @@ def test_frozen5_candidates_join_the_rqa_rows_and_are_checked(tmp_path: Path) ->
 def test_score_cached_runs_only_pairs_the_model_never_scored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fqa_analysis import rerank_stage
-    from fqa_analysis.rerank import RerankConfig
+    from fqa_analysis.models.reranker import RerankConfig
+    from fqa_analysis.stages import rerank as rerank_stage
 
     asked: list[list[str]] = []
 
@@ -200,8 +200,8 @@ def test_score_cached_runs_only_pairs_the_model_never_scored(
 
 
 def test_load_stage_names_the_missing_stage_and_the_command(tmp_path: Path) -> None:
+    from fqa_analysis.core.results import load_stage
     from fqa_analysis.errors import DataError
-    from fqa_analysis.results import load_stage
 
     (tmp_path / "manifest.json").write_text('{"stages": {"rqa": {"protocol": "available"}}}')
     assert load_stage(tmp_path, "rqa") == {"protocol": "available"}

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from fqa_analysis import ratings
+from fqa_analysis.core import ratings
 from fqa_analysis.data import FEEDBACK_COLUMNS
 
 

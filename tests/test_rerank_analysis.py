@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fqa_analysis.report import mean_sd_table
-from fqa_analysis.rerank_analysis import (
+from fqa_analysis.core.report import mean_sd_table
+from fqa_analysis.core.reranking import (
     compare_to_baseline,
     join_annotators,
     per_item_rating_scores,
@@ -162,7 +162,7 @@ def test_join_annotators_names_the_missing_item() -> None:
 
 
 def test_score_separation_by_hand() -> None:
-    from fqa_analysis.rerank_analysis import score_separation
+    from fqa_analysis.core.reranking import score_separation
 
     t = score_separation(_ablation_candidates(), overall_domains=["WHO"]).iloc[0]
     # P(Excellent): gold 0 and 1, non-gold 0.5 and 0 -> pairs (gold > non-gold): 0<0.5 no, 0=0 half,

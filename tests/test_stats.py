@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from fqa_analysis.stats import bootstrap_means, holm, paired_bootstrap, paired_outcomes, resample_indices
+from fqa_analysis.core.stats import bootstrap_means, holm, paired_bootstrap, paired_outcomes, resample_indices
 
 
 def test_holm_by_hand() -> None:
@@ -91,7 +91,7 @@ def test_paired_outcomes_refuses_unpaired_systems() -> None:
 
 
 def test_accuracy_with_ci_per_test_set_and_overall() -> None:
-    from fqa_analysis.stats import accuracy_with_ci
+    from fqa_analysis.core.stats import accuracy_with_ci
 
     rows = []
     # Domain A: 4 questions, system x right on 3, y on 1. Domain Q (not in overall): 2 questions.

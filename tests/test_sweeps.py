@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fqa_analysis.candidates import RATING_COLUMNS
-from fqa_analysis.scoring import combined_score, select_top1
-from fqa_analysis.sweeps import candidate_blocks, depth_sweep, weight_sweep
+from fqa_analysis.core.candidates import RATING_COLUMNS
+from fqa_analysis.core.scoring import combined_score, select_top1
+from fqa_analysis.core.sweeps import candidate_blocks, depth_sweep, weight_sweep
 
 
 def _random_candidates(seed: int = 0, questions: int = 40, k: int = 5) -> pd.DataFrame:

@@ -14,10 +14,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from fqa_analysis.beyond_stage import BeyondRunConfig
-from fqa_analysis.candidates import validate_candidates
 from fqa_analysis.cli import main
-from fqa_analysis.rerank_stage import VARIANTS
+from fqa_analysis.core.candidates import validate_candidates
+from fqa_analysis.stages.beyond import BeyondRunConfig
+from fqa_analysis.stages.rerank import VARIANTS
 
 SUBSET = 6
 SYSTEMS = ["bm25", "minilm", "minilm_ft", "hybrid"]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from fqa_analysis import data
+from fqa_analysis.data.fetch import git_blob_sha1, load_manifest
 from fqa_analysis.errors import DataError, DataProblem
-from fqa_analysis.fetch import git_blob_sha1, load_manifest
 
 __all__ = ["CheckReport", "check_data"]
 

@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from fqa_analysis.candidates import QUESTION_KEYS, RUN_KEYS
+from fqa_analysis.core.candidates import QUESTION_KEYS, RUN_KEYS
 
 __all__ = [
     "accuracy_by_test_set",

@@ -31,9 +31,13 @@ import pandas as pd
 
 from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_parquet, default_cache_root
-from fqa_analysis.candidates import RATING_COLUMNS
+from fqa_analysis.core.candidates import RATING_COLUMNS
+from fqa_analysis.core.ratings import LABELS, majority_label
+from fqa_analysis.core.reranking import score_outcomes, seed_table
+from fqa_analysis.core.results import load_candidates, load_table
+from fqa_analysis.core.text_metrics import bleu, leave_one_out, loo_score, rouge_l
 from fqa_analysis.errors import DataError, DataProblem
-from fqa_analysis.explain import (
+from fqa_analysis.models.explainer import (
     CACHE_VERSION,
     CandidateChooser,
     DecodeConfig,
@@ -46,14 +50,10 @@ from fqa_analysis.explain import (
     explanation_examples,
     train_generator,
 )
-from fqa_analysis.pipeline import _add_compute_times, _update_manifest, provenance
+from fqa_analysis.models.reranker_data import feedback_item_sets
+from fqa_analysis.models.retrieval import DenseConfig, DenseSystem
 from fqa_analysis.profiling import stage
-from fqa_analysis.ratings import LABELS, majority_label
-from fqa_analysis.rerank_analysis import score_outcomes, seed_table
-from fqa_analysis.rerank_data import feedback_item_sets
-from fqa_analysis.results import load_candidates, load_table
-from fqa_analysis.retrieval import DenseConfig, DenseSystem
-from fqa_analysis.text_metrics import bleu, leave_one_out, loo_score, rouge_l
+from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 
 __all__ = ["ExplainRunConfig", "run_explain", "training_seconds"]
 
@@ -439,7 +439,7 @@ def run_explain(
     atomic_write_parquet(out_dir / "explanations_top1.parquet", top1.assign(protocol=protocol))
     atomic_write_parquet(out_dir / "explanation_levers.parquet", levers.assign(protocol=protocol))
     config_record = asdict(config)
-    _add_compute_times(out_dir / "manifest.json", "explain", timings, from_cache, config_record)
+    add_compute_times(out_dir / "manifest.json", "explain", timings, from_cache, config_record)
     # the generator's cost is known from its own history, whichever run trained it
     timings["generator/train"]["compute_s"] = round(training_seconds(history), 2)
     if "peak_rss_mb" in history:
@@ -456,5 +456,5 @@ def run_explain(
         "top1_system": [str(top1["rqa"].iloc[0]), str(top1["reranker"].iloc[0])] if len(top1) else None,
         **provenance(timings, CACHE_VERSION),
     }
-    _update_manifest(out_dir / "manifest.json", "explain", entry)
+    update_manifest(out_dir / "manifest.json", "explain", entry)
     return entry

@@ -265,7 +265,7 @@ def mean_kl(target: np.ndarray, predicted: np.ndarray) -> float:
 def rating_quality(
     predicted: np.ndarray, annotators: np.ndarray, majority: Sequence[str], bins: int = 10
 ) -> dict[str, float]:
-    """How well predicted rating distributions match the annotators (issue 4 §5).
+    """How well predicted rating distributions match the annotators.
 
     Args:
         predicted: (items, 4) predicted P(y), scale order Bad .. Excellent.

@@ -36,11 +36,10 @@ from fqa_analysis.cache import (
     content_key,
     default_cache_root,
 )
-from fqa_analysis.calibration import top_k
-from fqa_analysis.candidates import RATING_COLUMNS
-from fqa_analysis.pipeline import _add_compute_times, _update_manifest, provenance, write_candidates
-from fqa_analysis.profiling import stage
-from fqa_analysis.rerank import (
+from fqa_analysis.core.calibration import top_k
+from fqa_analysis.core.candidates import RATING_COLUMNS
+from fqa_analysis.core.results import load_candidates
+from fqa_analysis.models.reranker import (
     CACHE_VERSION,
     PairStates,
     RerankConfig,
@@ -50,15 +49,17 @@ from fqa_analysis.rerank import (
     predict,
     train_reranker,
 )
-from fqa_analysis.rerank_data import (
+from fqa_analysis.models.reranker_data import (
     RatedPair,
     draw_negatives,
     feedback_training_sets,
     pseudo_rated_pairs,
     training_examples,
 )
-from fqa_analysis.results import load_candidates
-from fqa_analysis.retrieval import SYSTEMS
+from fqa_analysis.models.retrieval import SYSTEMS
+from fqa_analysis.profiling import stage
+from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
+from fqa_analysis.stages.rqa import write_candidates
 
 __all__ = [
     "VARIANTS",
@@ -149,7 +150,7 @@ def _ranked_negatives(
     cores), so its rankings are cached under the content of the questions, the pools and the
     source's settings.
     """
-    from fqa_analysis.retrieval import make_system
+    from fqa_analysis.models.retrieval import make_system
 
     system = make_system(config.negative_source)
     texts = {s.domain: ([q.question for q in s.questions], list(s.passage_texts)) for s in splits}
@@ -575,7 +576,7 @@ def run_rerank(
     config_record = {**asdict(config), "variants": {v: VARIANTS[v] for v in config.variants}}
     # Steps are named per variant and seed, so which ones ran is not part of the comparison; the
     # scored RQA systems change no model, and a score step that adds pairs extends the last one.
-    _add_compute_times(
+    add_compute_times(
         out_dir / "manifest.json",
         "rerank",
         timings,
@@ -593,5 +594,5 @@ def run_rerank(
         "histories": histories,
         **provenance(timings, CACHE_VERSION),
     }
-    _update_manifest(out_dir / "manifest.json", "rerank", entry)
+    update_manifest(out_dir / "manifest.json", "rerank", entry)
     return entry

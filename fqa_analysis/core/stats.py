@@ -282,7 +282,7 @@ def paired_outcomes(outcomes: pd.DataFrame, system: Sequence[str], column: str =
     """Pivot per-question outcomes to one column per system, checking they cover the same questions.
 
     Args:
-        outcomes: Long table (e.g. from :func:`~fqa_analysis.scoring.select_top1`).
+        outcomes: Long table (e.g. from :func:`~fqa_analysis.core.scoring.select_top1`).
         system: Columns whose values name a system (joined with ``/`` when several).
         column: The outcome column.
 

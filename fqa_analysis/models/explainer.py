@@ -14,7 +14,7 @@ a batch):
   example per annotator; greedy decoding, or the pick of a :class:`CandidateChooser` among
   the greedy and several sampled explanations.
 
-Training data are the reranker's: :func:`~fqa_analysis.rerank_data.feedback_item_sets` (same
+Training data are the reranker's: :func:`~fqa_analysis.models.reranker_data.feedback_item_sets` (same
 protocol, same held-out questions for choosing the generator's epoch); feedback_test is never
 trained on.
 """
@@ -34,11 +34,11 @@ import numpy as np
 from tqdm import tqdm
 
 from fqa_analysis.cache import atomic_write_json, content_key
+from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.data import FeedbackItem
+from fqa_analysis.models.reranker import bf16_autocast
+from fqa_analysis.models.retrieval import DenseConfig, DenseSystem, minilm_path
 from fqa_analysis.profiling import peak_rss_mb
-from fqa_analysis.ratings import LABELS
-from fqa_analysis.rerank import bf16_autocast
-from fqa_analysis.retrieval import DenseConfig, DenseSystem, minilm_path
 
 __all__ = [
     "RATING_PREFIX",

@@ -33,20 +33,15 @@ import pandas as pd
 
 from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_parquet, default_cache_root
-from fqa_analysis.calibration import pool_softmax
-from fqa_analysis.candidates import NO_RERANKER, RATING_COLUMNS, validate_candidates
-from fqa_analysis.pipeline import (
-    _add_compute_times,
-    _candidate_rows,
-    _ScoreCache,
-    _subset,
-    _update_manifest,
-    provenance,
-)
+from fqa_analysis.core.calibration import pool_softmax
+from fqa_analysis.core.candidates import NO_RERANKER, RATING_COLUMNS, validate_candidates
+from fqa_analysis.core.results import load_table
+from fqa_analysis.models.reranker import CACHE_VERSION, PairStates, encode_pairs, pair_id
+from fqa_analysis.models.reranker_data import FeedbackExperiment, feedback_experiments
+from fqa_analysis.models.retrieval import FineTuneConfig, HybridSystem, RQASystem, make_system
 from fqa_analysis.profiling import stage
-from fqa_analysis.rerank import CACHE_VERSION, PairStates, encode_pairs, pair_id
-from fqa_analysis.rerank_data import FeedbackExperiment, feedback_experiments
-from fqa_analysis.rerank_stage import (
+from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
+from fqa_analysis.stages.rerank import (
     VARIANTS,
     RerankInputs,
     RerankRunConfig,
@@ -58,8 +53,7 @@ from fqa_analysis.rerank_stage import (
     train_or_load,
     variant_examples,
 )
-from fqa_analysis.results import load_table
-from fqa_analysis.retrieval import FineTuneConfig, HybridSystem, RQASystem, make_system
+from fqa_analysis.stages.rqa import _candidate_rows, _ScoreCache, _subset
 
 __all__ = ["BeyondRunConfig", "run_beyond"]
 
@@ -444,7 +438,7 @@ def run_beyond(
     atomic_write_parquet(out_dir / "selection_predictions.parquet", selection)
     config_record = asdict(config)
     # Steps are named per reranker, so which ones rescore the deep candidates is not part of the comparison.
-    _add_compute_times(
+    add_compute_times(
         out_dir / "manifest.json", "beyond", timings, from_cache, config_record, ("deep_rerankers",)
     )
     entry = {
@@ -459,5 +453,5 @@ def run_beyond(
         else "computed from the rqa stage's models",
         **provenance(timings, CACHE_VERSION),
     }
-    _update_manifest(out_dir / "manifest.json", "beyond", entry)
+    update_manifest(out_dir / "manifest.json", "beyond", entry)
     return entry

@@ -6,7 +6,7 @@
   domain, fixed seed). Test files are never used.
 * The target of each loss: ``kl`` = the annotators' rating distribution; ``ce_annotator`` = one
   one-hot example per annotator rating; ``ce_majority`` = the one-hot majority label (ties to the
-  lower rating, :func:`fqa_analysis.ratings.majority_label`).
+  lower rating, :func:`fqa_analysis.core.ratings.majority_label`).
 * Pseudo-ratings for the vanilla reranker (no feedback): from the QA train sets, the gold passage
   is rated Excellent and negatives drawn from an RQA's top non-gold candidates Bad
   (:func:`draw_negatives`).
@@ -29,8 +29,8 @@ from typing import Literal
 
 import numpy as np
 
+from fqa_analysis.core.ratings import LABELS, majority_label, rating_distribution, rating_value
 from fqa_analysis.data import FEEDBACK_DOMAINS, FeedbackItem, FeedbackSplit, QASplit
-from fqa_analysis.ratings import LABELS, majority_label, rating_distribution, rating_value
 
 __all__ = [
     "FeedbackExperiment",

@@ -1,10 +1,10 @@
-"""Vectorised sweeps over the candidate table: combination weight and reranking depth (issue 6).
+"""Vectorised sweeps over the candidate table: combination weight and reranking depth.
 
 :func:`candidate_blocks` reshapes ``candidates.parquet`` into one block of k rows per (run,
 question), in RQA-rank order; every sweep then picks each question's answer with one
 ``argmax`` per setting instead of a pandas sort, so a 21-point weight sweep over 1.4M rows takes
 seconds. ``argmax`` returns the first maximum, which is the better RQA rank: the same tie rule as
-:func:`fqa_analysis.scoring.select_top1`.
+:func:`fqa_analysis.core.scoring.select_top1`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fqa_analysis.candidates import QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
+from fqa_analysis.core.candidates import QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
 
 __all__ = ["CandidateBlocks", "candidate_blocks", "depth_sweep", "weight_sweep"]
 
@@ -58,7 +58,7 @@ def candidate_blocks(candidates: pd.DataFrame) -> CandidateBlocks:
     if sizes.nunique() != 1:
         raise ValueError(
             f"every question needs the same number of candidates; found {sorted(sizes.unique())}; "
-            "validate the table with fqa_analysis.candidates.validate_candidates"
+            "validate the table with fqa_analysis.core.candidates.validate_candidates"
         )
     k = int(sizes.iloc[0])
     n = len(sizes)

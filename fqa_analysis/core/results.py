@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from fqa_analysis.candidates import validate_candidates
+from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.errors import DataError, DataProblem
 
 __all__ = [

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
-from fqa_analysis.ratings import LABELS, explanation_lengths, label_distribution
+from fqa_analysis.core.ratings import LABELS, explanation_lengths, label_distribution
 
 __all__ = [
     "OKABE_ITO",
@@ -105,7 +105,7 @@ def plot_agreement(agreement: pd.DataFrame, ax: Axes | None = None) -> Axes:
     """Krippendorff's ordinal alpha per domain, one bar per split.
 
     Args:
-        agreement: Output of :func:`~fqa_analysis.ratings.agreement` grouped by domain and split.
+        agreement: Output of :func:`~fqa_analysis.core.ratings.agreement` grouped by domain and split.
         ax: Axes to draw on; a new figure when None.
     """
     ax = _axes(ax, (7, 3.2))
@@ -147,7 +147,7 @@ def plot_explanation_lengths(feedback: pd.DataFrame, ax: Axes | None = None, cli
 
 
 def plot_recall_curves(curve: pd.DataFrame, system: str = "rqa", ax: Axes | None = None) -> Axes:
-    """Recall@k against k, one line per system (from :func:`~fqa_analysis.metrics.recall_curve`).
+    """Recall@k against k, one line per system (from :func:`~fqa_analysis.core.metrics.recall_curve`).
 
     A vertical line marks k = 5, the candidates the reranker sees: recall@5 is the ceiling of
     top-5 reranking.
@@ -183,7 +183,7 @@ def plot_reliability(
 
     ``correct`` may be fractional (e.g. the share of annotators who rated an answer Excellent).
     """
-    from fqa_analysis.calibration import reliability
+    from fqa_analysis.core.calibration import reliability
 
     ax = _axes(ax, (4, 4))
     conf, acc, n = reliability(confidence, correct, bins)

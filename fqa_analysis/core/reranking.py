@@ -1,4 +1,4 @@
-"""Analyses of the rerank stage (issue 4): main table, score ablation, rating quality per loss.
+"""Analyses of the rerank stage main table, score ablation, rating quality per loss.
 
 Pure functions over ``results/`` tables (no models): the book's reranking chapters call them,
 and the tests check them on tiny hand-made tables.
@@ -22,18 +22,18 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from fqa_analysis.candidates import RATING_COLUMNS, RUN_KEYS
-from fqa_analysis.data import FEEDBACK_DOMAINS
-from fqa_analysis.metrics import Average, accuracy_by_test_set, overall_accuracy, seed_averaged
-from fqa_analysis.ratings import kl_rows, rating_quality, rating_value
-from fqa_analysis.scoring import (
+from fqa_analysis.core.candidates import RATING_COLUMNS, RUN_KEYS
+from fqa_analysis.core.metrics import Average, accuracy_by_test_set, overall_accuracy, seed_averaged
+from fqa_analysis.core.ratings import kl_rows, rating_quality, rating_value
+from fqa_analysis.core.scoring import (
     RerankerScore,
     combined_score,
     expected_rating_score,
     p_excellent_score,
     select_top1,
 )
-from fqa_analysis.stats import holm, paired_bootstrap, paired_outcomes, test_set_label
+from fqa_analysis.core.stats import holm, paired_bootstrap, paired_outcomes, test_set_label
+from fqa_analysis.data import FEEDBACK_DOMAINS
 
 __all__ = [
     "AGREEMENT_SUBSETS",
@@ -56,7 +56,7 @@ AGREEMENT_SUBSETS: tuple[str, ...] = ("all", "unanimous", "disagree")
 def score_outcomes(
     candidates: pd.DataFrame, reranker_score: RerankerScore = "p_excellent", weight: float | None = None
 ) -> pd.DataFrame:
-    """Each (run, question)'s pick under a scoring rule (see :func:`~fqa_analysis.scoring.combined_score`).
+    """Each (run, question)'s pick under a scoring rule (see :func:`.scoring.combined_score`).
 
     Rows of the RQA alone (reranker ``none``) rank by ``p_rqa`` whatever the rule.
     """
@@ -116,7 +116,7 @@ def compare_to_baseline(
     Resampling is stratified by test set; Holm corrects over the rerankers of one RQA system.
 
     Returns:
-        ``rqa, system`` and the columns of :meth:`~fqa_analysis.stats.Comparison.to_frame`
+        ``rqa, system`` and the columns of :meth:`~fqa_analysis.core.stats.Comparison.to_frame`
         (mean, CI, delta and its CI, p, Holm p, wins/ties/losses), plus ``signature``.
     """
     overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
@@ -305,7 +305,7 @@ def join_annotators(predictions: pd.DataFrame, items: pd.DataFrame) -> pd.DataFr
 
     Args:
         predictions: ``rating_predictions.parquet`` (``reranker, seed, domain, item_id, p_*``).
-        items: :func:`~fqa_analysis.ratings.item_ratings` of feedback_test.
+        items: :func:`~fqa_analysis.core.ratings.item_ratings` of feedback_test.
 
     Returns:
         The predictions with ``a_bad .. a_excellent`` (annotator shares), ``majority`` and

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from fqa_analysis.calibration import top1_accuracy
+from fqa_analysis.core.calibration import top1_accuracy
 from fqa_analysis.data import QASplit
 
 __all__ = [
@@ -447,7 +447,7 @@ class HybridSystem(RQASystem):
 
     def fit(self, train: Sequence[QASplit], valid: Sequence[QASplit], cache_dir: Path) -> dict[str, Any]:
         """Fit the dense part (cached), both temperatures and the weight on the valid sets."""
-        from fqa_analysis.calibration import fit_temperature
+        from fqa_analysis.core.calibration import fit_temperature
 
         record = self.dense.fit(train, valid, cache_dir)
         golds = [s.gold_ids for s in valid]

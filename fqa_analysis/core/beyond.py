@@ -1,4 +1,4 @@
-"""Analyses beyond the paper (issue 6): calibration, weight, depth, feedback size, transfer, failures.
+"""Analyses beyond the paper: calibration, weight, depth, feedback size, transfer, failures.
 
 Pure functions over ``results/`` tables; no torch, no model.
 
@@ -6,9 +6,9 @@ Conventions shared by every function here:
 
 * "overall" is the four feedback domains' test questions (1,992), micro-averaged unless said;
 * outcomes of a reranker with several training seeds are averaged per question before any
-  bootstrap (:func:`~fqa_analysis.metrics.seed_averaged`), so a test asks whether the method
+  bootstrap (:func:`~fqa_analysis.core.metrics.seed_averaged`), so a test asks whether the method
   helps as trained with several seeds;
-* comparisons use :func:`~fqa_analysis.stats.paired_bootstrap` stratified by test set, and
+* comparisons use :func:`~fqa_analysis.core.stats.paired_bootstrap` stratified by test set, and
   :func:`compare_within` adds a Holm correction over the whole table it returns.
 """
 
@@ -20,10 +20,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
 
-from fqa_analysis.calibration import expected_calibration_error, reliability
-from fqa_analysis.candidates import NO_RERANKER, QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
-from fqa_analysis.data import FEEDBACK_DOMAINS, QASplit
-from fqa_analysis.stats import (
+from fqa_analysis.core.calibration import expected_calibration_error, reliability
+from fqa_analysis.core.candidates import NO_RERANKER, QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
+from fqa_analysis.core.stats import (
     Average,
     bootstrap_means,
     holm,
@@ -31,7 +30,8 @@ from fqa_analysis.stats import (
     paired_outcomes,
     resample_indices,
 )
-from fqa_analysis.sweeps import candidate_blocks, depth_sweep, weight_sweep
+from fqa_analysis.core.sweeps import candidate_blocks, depth_sweep, weight_sweep
+from fqa_analysis.data import FEEDBACK_DOMAINS, QASplit
 
 __all__ = [
     "SCALINGS",
@@ -228,7 +228,7 @@ def ece_with_ci(
 
 
 def reliability_table(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> pd.DataFrame:
-    """:func:`~fqa_analysis.calibration.reliability` as a table of its non-empty bins."""
+    """:func:`~fqa_analysis.core.calibration.reliability` as a table of its non-empty bins."""
     conf, acc, n = reliability(confidence, correct, bins)
     frame = pd.DataFrame({"bin": np.arange(bins), "confidence": conf, "accuracy": acc, "n": n})
     return frame[frame["n"] > 0].reset_index(drop=True)
@@ -270,7 +270,7 @@ def compare_within(
 
     Returns:
         ``group`` columns, ``system`` and the columns of
-        :meth:`~fqa_analysis.stats.Comparison.to_frame`; ``p_holm`` is re-corrected over every
+        :meth:`~fqa_analysis.core.stats.Comparison.to_frame`; ``p_holm`` is re-corrected over every
         comparison in the table (the family), ``p_holm_group`` keeps the within-group correction.
 
     Example:
@@ -529,10 +529,10 @@ def calibration_variants(
     selection pairs (:func:`rating_temperatures`); ``both``.
 
     Returns:
-        :func:`~fqa_analysis.rerank_analysis.score_outcomes` rows of the feedback-domain
+        :func:`~fqa_analysis.core.reranking.score_outcomes` rows of the feedback-domain
         questions with a ``scaling`` column.
     """
-    from fqa_analysis.rerank_analysis import score_outcomes
+    from fqa_analysis.core.reranking import score_outcomes
 
     rated = candidates[(candidates["reranker"] != NO_RERANKER) & candidates["domain"].isin(FEEDBACK_DOMAINS)]
     unscaled = with_unscaled_rqa(rated, deep)

@@ -27,8 +27,8 @@ import numpy as np
 from tqdm import tqdm
 
 from fqa_analysis.cache import atomic_write_json, atomic_write_npy, content_key
-from fqa_analysis.ratings import mean_kl
-from fqa_analysis.retrieval import minilm_path
+from fqa_analysis.core.ratings import mean_kl
+from fqa_analysis.models.retrieval import minilm_path
 
 __all__ = [
     "PairStates",

@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from fqa_analysis.candidates import QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
+from fqa_analysis.core.candidates import QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
 
 __all__ = [
     "RerankerScore",

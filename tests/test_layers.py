@@ -1,0 +1,77 @@
+"""The package's layers import downward only (DESIGN §2), and the analysis core never imports torch."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "fqa_analysis"
+#: Rank of each layer, bottom to top; a module may import its own layer or any lower one.
+RANKS = {"base": 0, "data": 1, "core": 2, "models": 3, "stages": 4, "cli": 5}
+MODEL_LIBRARIES = {"torch", "transformers", "sentence_transformers", "sklearn", "bm25s"}
+
+
+def layer_of(module: str) -> str:
+    """The layer of a dotted ``fqa_analysis`` module name (``fqa_analysis.core.stats`` -> core)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "base"  # the package root holds only __version__
+    if parts[1] in ("data", "core", "models", "stages"):
+        return parts[1]
+    if parts[1] == "cli":
+        return "cli"
+    return "base"  # errors, cache, profiling
+
+
+def imports_of(path: Path) -> list[str]:
+    """Every module a file imports, at any depth (function-level imports count too)."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "fqa_analysis":
+                names += [f"fqa_analysis.{alias.name}" for alias in node.names]
+            else:
+                names.append(node.module)
+    return names
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_layer_of_reads_the_folder() -> None:
+    assert layer_of("fqa_analysis.errors") == "base"
+    assert layer_of("fqa_analysis.data") == "data"
+    assert layer_of("fqa_analysis.core.stats") == "core"
+    assert layer_of("fqa_analysis.stages.rerank") == "stages"
+    assert layer_of("fqa_analysis.cli") == "cli"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_imports_run_downward(path: Path) -> None:
+    here = layer_of(module_name(path))
+    upward = [
+        name
+        for name in imports_of(path)
+        if name.startswith("fqa_analysis") and RANKS[layer_of(name)] > RANKS[here]
+    ]
+    assert not upward, f"{module_name(path)} ({here}) imports a higher layer: {upward}"
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in MODULES if layer_of(module_name(p)) in ("base", "data", "core")], ids=module_name
+)
+def test_lower_layers_load_no_model_library(path: Path) -> None:
+    models = [name for name in imports_of(path) if name.split(".")[0] in MODEL_LIBRARIES]
+    assert not models, f"{module_name(path)} imports {models}; model code belongs in fqa_analysis.models"
