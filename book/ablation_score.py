@@ -24,7 +24,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis.core.plots import plot_grouped_bars
-from fqa_analysis.core.report import mean_sd_table
+from fqa_analysis.core.report import comparison_table, mean_sd_table
 from fqa_analysis.core.reranking import score_ablation, score_outcomes, score_separation, seed_table
 from fqa_analysis.core.results import load_candidates, load_stage, results_dir
 
@@ -40,7 +40,7 @@ separation = score_separation(candidates)
 # %% [markdown]
 # ## Findings
 #
-# Computed from `results/` by the cells of this page:
+# Computed from `results/` when the book is built:
 
 # %% tags=["hide-input"]
 significant = ablation[ablation["p_holm"] < 0.05]
@@ -69,28 +69,30 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 #
 # Overall accuracy@1 (four feedback domains, micro), mean ± sd over the three seeds, per RQA system and reranker:
 
-# %%
+# %% tags=["hide-input"]
 tables = []
 for rule in ("p_excellent", "expected_rating"):
     t = seed_table(score_outcomes(rated, rule))
     tables.append(t[t["test_set"] == "overall (micro)"].assign(test_set=rule))
 both = pd.concat(tables, ignore_index=True)
 rescored = [s for s in SYSTEMS if s in set(rated["rqa"])]
-mean_sd_table(both, row_order=[(r, v) for r in rescored for v in VARIANTS], digits=2)
+mean_sd_table(both, row_order=[(r, v) for r in rescored for v in VARIANTS], digits=2).rename(
+    columns={"p_excellent": "S with P(Excellent)", "expected_rating": "S with E[y]/3"}
+).rename_axis(["RQA", "reranker"])
 
 # %% [markdown]
 # ## Is the difference real?
 #
-# For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table. `changed_picks` is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse.
+# For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of Δ = accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table. "changed" is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse. Accuracies and Δ in points.
 
-# %%
-shown = ablation.copy()
-for c in ["acc_p_excellent", "acc_expected_rating", "delta", "delta_ci_low", "delta_ci_high"]:
-    shown[c] = (100 * shown[c]).round(2)
-shown["changed_picks"] = shown["changed_picks"].round(4)
-shown.round({"p_value": 4, "p_holm": 4})
+# %% tags=["hide-input"]
+shown = comparison_table(ablation.rename(columns={"reranker": "system", "acc_expected_rating": "mean"}))
+shown = shown.rename(columns={"accuracy (%)": "E[y]/3 (%)"})
+shown.insert(0, "P(Exc) (%)", [f"{100 * a:.2f}" for a in ablation["acc_p_excellent"]])
+shown.insert(len(shown.columns) - 1, "changed", [f"{100 * c:.1f}%" for c in ablation["changed_picks"]])
+shown.drop(columns="p")
 
-# %%
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Accuracy(E[y]/3) - accuracy(P(Excellent)) in points, per RQA system (groups) and reranker (bars), seed-averaged outcomes; the paired bootstrap CIs and Holm p-values are in the table above."}}
 plot_data = ablation.assign(delta_pts=100 * ablation["delta"])
 ax = plot_grouped_bars(plot_data, "rqa", "reranker", "delta_pts")
 ax.axhline(0, color="grey", linewidth=0.8)
@@ -102,13 +104,28 @@ plt.show()
 #
 # Two properties of a score decide what adding it to P_theta does. **Separation**: how well the score alone ranks the gold passage above the other top-5 candidates (ROC AUC over all candidates of all seeds). **Spread**: how much the score varies within one question's five candidates (mean within-question sd). With S = P_theta + score, a score with a larger spread than P_theta overrides the RQA's order; a flat score leaves the RQA in charge. E[y]/3 averages over the whole distribution, so it also credits answers the reranker thinks Acceptable rather than Excellent.
 
-# %%
-separation.set_index(["rqa", "reranker"]).round(4)
+# %% tags=["hide-input"]
+separation.set_index(["rqa", "reranker"]).rename_axis(["RQA", "reranker"]).rename(
+    columns={
+        "auc_p_excellent": "AUC P(Exc)",
+        "auc_expected_rating": "AUC E[y]/3",
+        "spread_p_rqa": "spread P_theta",
+        "spread_p_excellent": "spread P(Exc)",
+        "spread_expected_rating": "spread E[y]/3",
+    }
+).round(4)
 
 # %% [markdown]
 # With the fully trained rerankers the two rules still hardly differ, for a reason the spread table shows. The rerankers that separate gold from the other candidates (`vanilla`, `combined`) learned from pseudo-ratings that are only Excellent or Bad, so they put almost no mass on the middle ratings and E[y]/3 is nearly P(Excellent) for them (few or no changed picks). The feedback-only rerankers spread mass over all four ratings, which is where the rules can disagree, but their scores barely vary within one question's five candidates (a spread of about a twentieth of P_theta's), so the RQA decides almost every pick under either rule. The question of the ablation needs a reranker that both separates gold passages and grades the others; none of this configuration does both.
 
-# %%
+# %% tags=["hide-input"]
 fb = rated[rated["domain"].isin(["Australia", "CDC", "UK", "WHO"])]
 mass = fb.groupby("reranker")[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].mean()
-mass.reindex(VARIANTS).round(3)  # mean predicted distribution over the rescored candidates
+mass.reindex(VARIANTS).round(3).rename(  # mean predicted distribution over the rescored candidates
+    columns={
+        "p_bad": "Bad",
+        "p_could_be_improved": "Could be improved",
+        "p_acceptable": "Acceptable",
+        "p_excellent": "Excellent",
+    }
+)

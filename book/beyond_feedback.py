@@ -24,7 +24,7 @@
 #
 # All runs come from `fqa run beyond` (`feedback_experiments.parquet`, `feedback_experiment_ratings.parquet`; every model trained once and cached). Protocol `available` (DESIGN §3): the training feedback is WHO's feedback_train plus 80% of the four feedback_valid files' questions, 1,545 rated pairs, a fraction of the paper's (three feedback_train files are absent). The rerankers are the fully fine-tuned MiniLM cross-encoders of the reranking chapter (every layer trained), and they rescore the hybrid RQA's top 5. **One seed per run** (seed 0; fraction 1 is seed 0 of the reranking chapter's `feedback_kl`): a fully trained run costs about four minutes on two CPU cores, so three seeds of all 11 runs would take the stage past its 90-minute budget; every comparison below is a paired bootstrap over questions or items, which needs no second seed, but says nothing about the spread between seeds. Two measures: QA accuracy@1 over the four feedback domains' test questions, and the KL divergence of the predicted rating distribution from the annotators' on feedback_test (1,995 items, three annotators each), which sees changes the accuracy cannot.
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
@@ -64,7 +64,7 @@ print(f"RQA {RQA}; {len(runs)} reranker runs; {outcomes.question_id.size:,} (run
 #
 # Fractions are nested (the 10% questions lie inside the 25%, and so on) and stratified by domain; model selection always uses the same held-out pairs; fraction 1 is the `feedback_kl` model (seed 0) of the reranking chapter. QA accuracy (points) and the difference from the RQA alone with its 95% CI and Holm-corrected p (paired bootstrap over the 1,992 questions, stratified by test set, B = 10,000):
 
-# %%
+# %% tags=["hide-input"]
 fraction_rows = outcomes[outcomes["reranker"].str.startswith("fraction:") | (outcomes["reranker"] == "none")]
 curve_cmp = beyond.compare_within(fraction_rows, ["rqa"], "reranker", "none")
 accuracy = fraction_rows.groupby("reranker")["correct"].mean().rename("accuracy")
@@ -83,7 +83,7 @@ learning.round(3)
 # %% [markdown]
 # Rating quality on feedback_test as the feedback grows: mean KL(annotators || P_phi) in nats with a 95% bootstrap CI over items, and the difference from the full model (fraction 1), Holm over the three smaller fractions:
 
-# %%
+# %% tags=["hide-input"]
 frac_items = items[items["reranker"].str.startswith("fraction:")]
 kl_frac = beyond.accuracy_by(frac_items, ["reranker"], column="kl")
 kl_cmp = beyond.compare_within(frac_items.assign(all="all"), ["all"], "reranker", "fraction:1", column="kl")
@@ -93,7 +93,7 @@ kl_table = kl_frac.set_index("reranker").join(
 print(kl_cmp["signature"].iloc[0])
 kl_table.round(4)
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
 gain = curve_cmp[curve_cmp["reranker"] != "none"].assign(
     fraction=lambda f: f["reranker"].str.split(":").str[1].astype(float)
@@ -120,7 +120,7 @@ plt.show()
 #
 # For every feedback domain d: the RQA alone, the reranker trained on **all feedback**, the reranker trained **without d's feedback** (removed from training and from model selection), and a **size-matched control** that removes as many training pairs at random from all domains and selects on the same pairs as the leave-out run. The leave-out run and its control differ only in *which* feedback is missing: their difference on domain d is the value of d's own feedback beyond what the other domains' feedback gives (positive = own-domain feedback matters, about zero = feedback transfers). Everything is measured on domain d's questions (and items) only; Holm over the four domains of each comparison.
 
-# %%
+# %% tags=["hide-input"]
 transfer = beyond.transfer_outcomes(outcomes)
 qa_cmp = beyond.compare_within(transfer, ["domain"], "training", "size-matched control")
 order = list(beyond.TRANSFER_RUNS.values())
@@ -136,7 +136,7 @@ print("QA accuracy@1 on the domain's own test questions (points)")
 print("each domain resampled over its own questions; first domain:", qa_cmp["signature"].iloc[0])
 qa.round(3)
 
-# %%
+# %% tags=["hide-input"]
 item_transfer = beyond.transfer_outcomes(items)
 item_transfer = item_transfer[item_transfer["training"] != "RQA alone"]
 kl_t = beyond.compare_within(item_transfer, ["domain"], "training", "size-matched control", column="kl")
@@ -150,7 +150,7 @@ kl_tab["p (Holm)"] = own_kl["p_holm"]
 print("KL(annotators || P_phi) on the domain's own feedback_test items (nats; lower is better)")
 kl_tab.round(4)
 
-# %%
+# %% tags=["hide-input"]
 shown = kl_t[kl_t["training"] != "size-matched control"].assign(value=lambda f: f["mean"])
 ax = plot_grouped_bars(shown, "domain", "training", "value")
 ax.set_ylabel("KL to annotators, own domain (nats)")
@@ -162,7 +162,7 @@ plt.show()
 #
 # The best system is chosen by code: the (RQA, reranker) with the highest seed-averaged accuracy over the four feedback domains in `candidates.parquet` (for a reranked system, its first seed is analysed). Every wrong answer falls in one category by the gold passage's rank in the RQA's list: **misranked** (gold in the top 5, another passage picked: what a reranker could fix), **near miss** (gold at rank 6..20: a deeper reranker could reach it), **retrieval miss** (gold below 20).
 
-# %%
+# %% tags=["hide-input"]
 all_outcomes = score_outcomes(candidates)
 best = beyond.best_run(all_outcomes)
 mine = all_outcomes[(all_outcomes["rqa"] == best[0]) & (all_outcomes["reranker"] == best[1])]
@@ -179,7 +179,7 @@ table.round(2)
 # %% [markdown]
 # FAQ pages are split into many passages, so a wrong passage may still come from the gold's own page (a user scrolling the page would find the answer) or be a different page altogether. Share of wrong answers from the gold's page, by category:
 
-# %%
+# %% tags=["hide-input"]
 data_dir = data.resolve_data_dir(None)
 splits = {
     (d, s): data.load_qa_split(data_dir, d, s)
@@ -193,7 +193,7 @@ same
 # %% [markdown]
 # Examples: two seeded misranked and two near-miss answers per domain (picked and gold shown as page | headers):
 
-# %%
+# %% tags=["hide-input"]
 examples = wrong[wrong["category"].isin(["misranked", "near miss"])]
 examples = examples.sort_values(["domain", "category", "question_id"]).sample(frac=1.0, random_state=0)
 examples = examples.groupby(["domain", "category"]).head(2).sort_values(["domain", "category"])
@@ -215,7 +215,7 @@ with pd.option_context("display.max_colwidth", 90):
 #
 # Training time of each experiment run, measured when it was trained (the sum of its epochs' wall time, kept with the model in the cache and copied to the manifest), and the compute of the steps this stage's manifest recorded. The runs were trained and scored by an earlier invocation of the stage that was interrupted (to reuse the RQA rows instead of retraining the fine-tuned MiniLM) before it wrote its manifest, so their scoring time is not recorded here.
 
-# %%
+# %% tags=["hide-input"]
 runs_cost = runs.assign(
     train_s=[sum(e["wall_s"] for e in stage["experiment_runs"][r]["history"]["epochs"]) for r in runs["run"]]
 )
@@ -233,7 +233,7 @@ summary
 #
 # One line each, computed from the tables above (the closing note of issue 6 repeats them):
 
-# %%
+# %% tags=["hide-input"]
 lines = []
 for r, row in learning.drop(index="none").iterrows():
     kl_r = kl_table.loc[r, "mean"]

@@ -24,7 +24,7 @@
 #
 # Everything is computed from `results/` (`candidates.parquet`, and `deep_candidates.parquet` and `selection_predictions.parquet` written by `fqa run beyond`). Protocol `available` (DESIGN §3): the rerankers are the fully fine-tuned MiniLM cross-encoders of the reranking chapter, one trained model per variant and seed rescoring every RQA system; how well each separates the gold passage from the other candidates (ROC AUC, reranker alone) is measured there, and every effect below is bounded by it. Overall = the four feedback domains' 1,992 test questions, micro-averaged; reranker outcomes are averaged over their three seeds per question before every bootstrap.
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -52,7 +52,7 @@ print(f"protocol {manifest['beyond']['protocol']}; RQA systems {SYSTEMS}; rerank
 #
 # P_theta is a softmax over the whole domain pool. The rqa stage fits one temperature per system on the QA *valid* sets (minimum NLL of the gold passage) and every chapter uses it; the paper uses the plain softmax (T = 1). Calibration of the top-ranked passage's probability on the test questions, ECE over 10 equal-width bins with a 95% bootstrap CI over questions (B = 2,000):
 
-# %%
+# %% tags=["hide-input"]
 temps = load_table(RESULTS, "rqa_temperatures.parquet").set_index("rqa")["temperature"]
 conf = {
     "fitted T": beyond.top1_confidence(deep, "p_rqa"),
@@ -66,7 +66,7 @@ calib.insert(
 )
 calib.round(3)
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(8, 4))
 hybrid = {name: c[c["rqa"] == "hybrid"] for name, c in conf.items()}
 for ax, (name, c) in zip(axes, hybrid.items(), strict=True):
@@ -80,13 +80,13 @@ plt.show()
 #
 # A rating temperature is fitted for every trained reranker (variant x seed) on its own model-selection pairs, the held-out 20% of training questions it already chose its epoch on (minimum cross-entropy to the annotators' distribution; the vanilla reranker's selection pairs are pseudo-rated). T > 1 means the model was over-confident. Then the rating quality on feedback_test (1,995 items, never trained on), before and after, mean over seeds:
 
-# %%
+# %% tags=["hide-input"]
 rating_temps = beyond.rating_temperatures(selection)
 rating_temps.groupby("reranker", sort=False)[["n", "temperature", "ce_t1", "ce_fitted"]].agg(
     ["mean", "std"]
 ).round(3)
 
-# %%
+# %% tags=["hide-input"]
 predictions = load_table(RESULTS, "rating_predictions.parquet")
 test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))
 joined = {
@@ -102,7 +102,7 @@ quality.groupby(["reranker", "p_phi"], sort=False)[
 # %% [markdown]
 # Is the change in KL to the annotators real? Per item, seed-averaged KL(annotators || P_phi) raw and scaled, paired bootstrap over items (stratified by domain), Holm over the five rerankers:
 
-# %%
+# %% tags=["hide-input"]
 per_item = pd.concat(
     [beyond.item_outcomes(per_item_rating_scores(j)).assign(p_phi=name) for name, j in joined.items()]
 )
@@ -114,7 +114,7 @@ kl_cmp[["reranker", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_value",
 # %% [markdown]
 # P(Excellent) is calibrated against the annotators' share of Excellent ratings, not against being the gold passage. Read as the probability that a candidate *is the gold answer*, it is far off: among the hybrid system's top-5 candidates (combined reranker, all seeds), the share of gold candidates per P(Excellent) bin:
 
-# %%
+# %% tags=["hide-input"]
 top5 = candidates[(candidates["rqa"] == "hybrid") & (candidates["reranker"] == "combined")]
 top5 = top5[top5["domain"].isin(data.FEEDBACK_DOMAINS)]
 ece, lo, hi = beyond.ece_with_ci(top5["p_excellent"].to_numpy(float), top5["is_gold"].to_numpy(float))
@@ -133,7 +133,7 @@ plt.show()
 #
 # Every reranked run of every RQA system under four scorings: `as run` (P_theta at its fitted T, raw P(Excellent): the other chapters), `P_theta at T=1` (the paper's literal recipe), `P_phi scaled` and `both`. Each is compared with `as run` on the same questions; Holm over all 60 comparisons of the table. Accuracy in points.
 
-# %%
+# %% tags=["hide-input"]
 rating_temps_all = rating_temps  # one temperature per (reranker, seed)
 variants = beyond.calibration_variants(candidates, deep, rating_temps_all)
 scaling_cmp = beyond.compare_within(variants, ["rqa", "reranker"], "scaling", "as run")
@@ -143,7 +143,7 @@ for c in ("mean", "delta", "delta_ci_low", "delta_ci_high"):
     shown_scaling[c] = 100 * shown_scaling[c]
 shown_scaling.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False).round(2)
 
-# %%
+# %% tags=["hide-input"]
 scaling_sig = shown_scaling[shown_scaling["p_holm"] < 0.05]
 print(
     f"{len(scaling_sig)} of {len(shown_scaling)} scorings differ significantly from `as run` (Holm p < 0.05)"
@@ -162,7 +162,7 @@ scaling_sig[["rqa", "reranker", "scaling", "mean", "delta", "delta_ci_low", "del
 #
 # S = (1 - w) P_theta + w P(Excellent), w = 0, 0.05, ..., 1 (P_theta at its fitted temperature). w = 0 is the RQA alone, w = 0.5 the paper's sum, w = 1 the reranker alone. Accuracy per RQA system and reranker, seed-averaged; the band is a 95% bootstrap CI (B = 1,000) shown for the hybrid system:
 
-# %%
+# %% tags=["hide-input"]
 W = np.round(np.arange(0, 1.0001, 0.05), 2)
 curve = beyond.weight_curve(candidates, W)
 means = curve.groupby(["rqa", "reranker", "w"], sort=False)["correct"].mean().reset_index()
@@ -184,13 +184,13 @@ plt.show()
 # %% [markdown]
 # Where the sum lies, and how stable the best weight is: the best w overall (ties go to the w nearest 0.5), its accuracy, the sum's and the RQA alone's, then the best w chosen on each domain alone and on each seed alone:
 
-# %%
+# %% tags=["hide-input"]
 stability = beyond.weight_stability(curve)
 for c in ("best_accuracy", "accuracy_at_half", "accuracy_at_0"):
     stability[c] = (100 * stability[c]).round(2)
 stability
 
-# %%
+# %% tags=["hide-input"]
 w_cols = [c for c in stability.columns if c.startswith("w*") and "seed" not in c]
 s_cols = [c for c in stability.columns if c.startswith("w*seed")]
 spread_domains = stability[w_cols].max(axis=1) - stability[w_cols].min(axis=1)
@@ -209,7 +209,7 @@ print(
 # %% [markdown]
 # Choosing w on the test questions flatters it. An honest estimate: choose w on three domains, answer the fourth with it, for each domain in turn, and compare with the sum on the same questions (paired bootstrap, Holm over the 20 (RQA, reranker) pairs).
 
-# %%
+# %% tags=["hide-input"]
 cross = beyond.cross_domain_weight(curve)
 tuned_cmp = beyond.compare_within(cross, ["rqa", "reranker"], "w_rule", "sum")
 tuned_cmp = tuned_cmp[tuned_cmp["w_rule"] == "tuned"]
@@ -221,7 +221,7 @@ table = table.reindex(pd.MultiIndex.from_product([SYSTEMS, VARIANTS], names=["rq
 print(tuned_cmp["signature"].iloc[0])
 table.round(3)
 
-# %%
+# %% tags=["hide-input"]
 tuned_sig = tuned_cmp[tuned_cmp["p_holm"] < 0.05]
 print(
     f"tuning w on other domains beats the sum significantly in {(tuned_sig.delta > 0).sum()} and loses in "
@@ -234,7 +234,7 @@ print(
 #
 # The paper reranks the RQA's top 5. `fqa run beyond` scored the hybrid system's top 20 with the `combined` reranker, the paper's best (three seeds; ranks 1..5 are the very numbers of `candidates.parquet`). Accuracy of reranking the top k with the paper's sum, k = 1 (the RQA alone) .. 20, against the ceiling a perfect reranker would reach: recall@k, the share of questions whose gold passage is within the top k.
 
-# %%
+# %% tags=["hide-input"]
 K = list(range(1, 21))
 depth = beyond.depth_curve(deep, K)
 acc_k = beyond.accuracy_by(depth, ["reranker", "depth"], n_resamples=1000)
@@ -257,7 +257,7 @@ ax.set_ylabel("accuracy@1 (overall, micro)")
 ax.set_title("hybrid RQA")
 plt.show()
 
-# %%
+# %% tags=["hide-input"]
 depth_cmp = beyond.compare_within(depth, ["reranker"], "depth", 5)
 print(depth_cmp["signature"].iloc[0])
 shown = depth_cmp[depth_cmp["depth"].isin([1, 2, 3, 5, 10, 15, 20])].copy()
@@ -271,7 +271,7 @@ shown[["reranker", "depth", "mean", "recall@k", "delta", "delta_ci_low", "delta_
 #
 # Everything in sections 1 and 2 is computed from the committed tables in seconds. The top-20 scoring is part of `fqa run beyond` (its manifest entry below); the rest of that stage serves the next chapter.
 
-# %%
+# %% tags=["hide-input"]
 timings = manifest["beyond"]["timings"]
 deep_steps = {k: v for k, v in timings.items() if k.startswith("deep/")}
 total = sum(v["compute_s"] for v in deep_steps.values())
@@ -286,7 +286,7 @@ print(
 #
 # One line each, computed from the tables above (the closing note of issue 6 repeats them):
 
-# %%
+# %% tags=["hide-input"]
 fit_ece = calib[calib["scaling"] == "fitted T"].set_index("rqa")["ece"]
 t1_ece = calib[calib["scaling"] == "T = 1"].set_index("rqa")["ece"]
 rt = rating_temps["temperature"]

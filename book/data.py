@@ -18,9 +18,10 @@
 #
 # What the evaluation is run on: five public-health FAQ domains, the questions asked of each, the passage pool each question is answered from, and the feedback that users gave on answers. Every number on this page is computed here from the data files by `fqa_analysis` functions that the unit tests check; nothing is typed in by hand.
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
+from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core import ratings
@@ -31,22 +32,59 @@ pd.set_option("display.max_colwidth", 200)
 data_dir = data.resolve_data_dir(None)  # --data-dir / $FQA_DATA_DIR / the cache `fqa data fetch` fills
 report = check_data(data_dir)
 assert report.ok, [p.message() for p in report.problems]
-print(f"training protocol available here: {report.protocol}")
+counts = report.display_counts()
+feedback = data.feedback_frame(
+    [f for split in data.FEEDBACK_SPLITS for f in data.available_feedback(data_dir, split)]
+)
+items = ratings.item_ratings(feedback)
+agree = ratings.agreement(feedback)
+lengths = ratings.explanation_lengths(feedback)
+
+# %% [markdown]
+# ## Findings
+#
+# Computed from the data files when the book is built:
+
+# %% tags=["hide-input"]
+qa = counts[counts["kind"] == "qa"].astype({"questions": int})
+shares = feedback["rating"].value_counts(normalize=True)
+absent = [n for n in report.notes if "absent" in n]
+lines = [
+    f"{qa['domain'].nunique()} domains, {qa['questions'].sum():,} QA questions in all "
+    f"({qa.loc[qa['split'] == 'train', 'questions'].sum():,} for training); every question is answered "
+    "from its own domain's pool of "
+    + ", ".join(f"{d} {int(p)}" for d, p in qa.drop_duplicates("domain").set_index("domain")["pool"].items())
+    + " passages.",
+    f"{feedback['item_id'].groupby([feedback['domain'], feedback['split']]).nunique().sum():,} rated "
+    f"(question, answer) items with {len(feedback):,} ratings and explanations in the files present "
+    f"(Quebec has no feedback). Ratings: "
+    + ", ".join(f"{label} {100 * shares.get(label, 0):.0f}%" for label in ratings.LABELS)
+    + ": the middle of the scale is used least.",
+    f"Annotators agree moderately: all of an item's annotators give the same rating on "
+    f"{100 * items['unanimous'].mean():.0f}% of the items; Krippendorff's ordinal alpha ranges "
+    f"{agree['alpha_ordinal'].min():.2f}-{agree['alpha_ordinal'].max():.2f} over domains and splits.",
+    f"Explanations are short: median {lengths['words'].median():.0f} words "
+    f"(Bad {lengths.loc[lengths['rating'] == 'Bad', 'words'].median():.0f}, Excellent "
+    f"{lengths.loc[lengths['rating'] == 'Excellent', 'words'].median():.0f}).",
+    f"{len(absent)} optional files are absent from this mirror, so the training protocol here is "
+    f"`{report.protocol}` (see below for what that changes).",
+]
+display(Markdown("\n".join(f"- {x}" for x in lines)))
 
 # %% [markdown]
 # ## Counts per domain and split
 #
 # `questions` is the number of QA examples (QA files) or of distinct questions (feedback files); `pool` is the size of the domain's candidate pool in that file; `items` is the number of rated (question, passage) pairs; `ratings` is how many annotators rated each item. The paper calls CDC *US* and Quebec *Canada*. Quebec has no feedback and two test files (old and new FAQ collection), whose pool (588 passages) differs from the train/valid pool (314).
 
-# %%
-report.display_counts().drop(columns="paper").set_index(["kind", "domain", "split"])
+# %% tags=["hide-input"]
+counts.drop(columns="paper").set_index(["kind", "domain", "split"])
 
 # %% [markdown]
 # ### What is missing here, and what it changes
 #
 # Three per-domain `feedback_train` files (Australia, CDC/US, UK) and the combined release files are not in the local mirror (they are 4 MiB or larger). The paper trains its rerankers on all four `feedback_train` files; here only WHO's exists, so the `available` protocol (DESIGN §3) trains on WHO `feedback_train` plus the four `feedback_valid` files. With the full files in the data folder the `paper` protocol is used automatically. The notes of the check:
 
-# %%
+# %% tags=["hide-input"]
 for note in report.notes:
     print(note)
 
@@ -55,16 +93,13 @@ for note in report.notes:
 #
 # Each rated answer has two ratings (train, valid) or three (test). The figure pools all ratings of a domain and split.
 
-# %%
-feedback = data.feedback_frame(
-    [f for split in data.FEEDBACK_SPLITS for f in data.available_feedback(data_dir, split)]
-)
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Share of each rating label per domain and split, all ratings pooled."}}
 plot_label_distribution(feedback)
 plt.title("Share of each rating label", pad=28)
 plt.show()
 
-# %%
-ratings.label_distribution(feedback).round(3)
+# %% tags=["hide-input"]
+ratings.label_distribution(feedback).round(3).rename(columns={"n": "ratings"})
 
 # %% [markdown]
 # Most rated answers are judged *Excellent* or *Bad*: the middle of the scale is used less. This is why scoring candidates by P(Excellent) and by the expected rating can differ (the ablation of a later chapter).
@@ -74,11 +109,10 @@ ratings.label_distribution(feedback).round(3)
 #
 # `unanimous`: share of items on which all annotators gave the same label; `pairwise`: share of annotator pairs (within an item) that agree; `alpha_ordinal`: Krippendorff's alpha with the ordinal metric on the 0-3 scale (1 = perfect agreement, 0 = chance). Annotator positions are not identities; alpha does not need them.
 
-# %%
-agree = ratings.agreement(feedback)
-agree.round(3)
+# %% tags=["hide-input"]
+agree.set_index(["domain", "split"]).round(3)
 
-# %%
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Agreement per domain and split: unanimous share, pairwise agreement and Krippendorff's ordinal alpha."}}
 plot_agreement(agree)
 plt.title("Agreement per domain and split")
 plt.show()
@@ -86,8 +120,7 @@ plt.show()
 # %% [markdown]
 # Agreement is moderate: annotators often disagree by one step, which is what a KL loss against the annotator distribution (rather than a single majority label) is meant to respect. How the tie rule of the majority label matters: with two annotators who disagree there is no majority; `ratings.majority_label` takes the lower rating by default (`tie="lower"`).
 
-# %%
-items = ratings.item_ratings(feedback)
+# %% tags=["hide-input"]
 items.groupby("split")["unanimous"].agg(["mean", "size"]).rename(
     columns={"mean": "share unanimous", "size": "items"}
 ).round(3)
@@ -97,13 +130,12 @@ items.groupby("split")["unanimous"].agg(["mean", "size"]).rename(
 #
 # Words per explanation, by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR).
 
-# %%
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Words per explanation by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR)."}}
 plot_explanation_lengths(feedback)
 plt.title("Explanation length by rating")
 plt.show()
 
-# %%
-lengths = ratings.explanation_lengths(feedback)
+# %% tags=["hide-input"]
 summary = lengths.groupby("rating")["words"].describe()
 summary.reindex(list(ratings.LABELS))[["count", "mean", "25%", "50%", "75%", "max"]].round(1)
 
@@ -112,7 +144,7 @@ summary.reindex(list(ratings.LABELS))[["count", "mean", "25%", "50%", "75%", "ma
 #
 # A few rated answers drawn with a fixed seed from the test feedback (three annotators each): the question, the answer passage, each annotator's rating and explanation.
 
-# %%
+# %% tags=["hide-input"]
 test_feedback = feedback[feedback["split"] == "test"]
 for row in ratings.example_items(test_feedback, n=4, seed=7).itertuples():
     print(f"[{row.domain}] Q: {row.question}")

@@ -26,7 +26,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_grouped_bars
-from fqa_analysis.core.report import comparison_points, mean_sd_table
+from fqa_analysis.core.report import comparison_table, mean_sd_table, paper_shape_table
 from fqa_analysis.core.reranking import compare_to_baseline, reranker_quality, score_outcomes, seed_table
 from fqa_analysis.core.results import load_candidates, load_frozen5_candidates, load_stage, results_dir
 
@@ -47,13 +47,24 @@ quality = reranker_quality(candidates, "hybrid")
 quality_frozen = reranker_quality(frozen5, "hybrid")
 timings = pd.DataFrame(stage["timings"]).T
 compute_min = (timings["compute_s"] if "compute_s" in timings else timings["wall_s"]).sum() / 60
-print(f"protocol: {stage['protocol']}; seeds: {stage['config']['seeds']}")
+PAPER_COLUMNS = {
+    "none": "alone",
+    "feedback_kl": "+ feedback",
+    "vanilla": "+ vanilla",
+    "combined": "+ combined",
+}
+PAPER_ROW = {
+    "none": PAPER_OVERALL_ACCURACY["rqa_alone"],
+    "feedback_kl": PAPER_OVERALL_ACCURACY["feedback_reranker"],
+    "vanilla": PAPER_OVERALL_ACCURACY["vanilla_reranker"],
+    "combined": PAPER_OVERALL_ACCURACY["combined_reranker"],
+}
 
 
 # %% [markdown]
 # ## Findings
 #
-# Computed from `results/` by the cells of this page:
+# Computed from `results/` when the book is built (protocol, seeds and every number below come from the results folder):
 
 
 # %% tags=["hide-input"]
@@ -92,6 +103,7 @@ lines = [
     f"{100 * q.loc[top, 'alone']:.1f}% of the questions (frozen layers: {100 * qf['alone'].max():.1f}%; "
     f"the hybrid RQA alone {100 * quality['rqa_alone'].iloc[0]:.1f}%, a random pick among the five "
     f"{100 * quality['random_in_topk'].iloc[0]:.1f}%).",
+    f"Protocol `{stage['protocol']}`, seeds {stage['config']['seeds']}. "
     f"The stage cost {compute_min:.0f} minutes of compute on this 2-core CPU "
     f"({len(stage['histories'])} models, {stage['scored_pairs']:,} distinct pairs scored per model).",
 ]
@@ -118,23 +130,29 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 #
 # Training examples per source (to fit; held out for choosing the epoch):
 
-# %%
-pd.DataFrame(stage["training_pairs"], index=["fit", "select"]).T.rename_axis("source")
+# %% tags=["hide-input"]
+pd.DataFrame(stage["training_pairs"], index=["fit", "select (epoch choice)"]).T.rename_axis("source")
 
 # %% [markdown]
 # ## The main table
 #
-# Accuracy@1 in %, mean ± sd over the three training seeds (the RQA alone has no seed), per feedback domain and overall: micro (every question weighs the same) and macro (mean of the four domains). Every reranker rescores every RQA system's top 5 (the paper's decoupling: one trained model per variant and seed, never retrained per RQA; a pair that two systems share is scored once).
+# In the paper's shape: overall accuracy@1 in % (micro: each of the 1,992 questions of the four feedback domains weighs the same), mean ± sd over the three training seeds (the RQA alone has no seed); one row per RQA system, one column per reranker, and the paper's own row (BERT poly-encoder RQA, BERT rerankers) last. Every reranker rescores every RQA system's top 5 (the paper's decoupling: one trained model per variant and seed, never retrained per RQA; a pair that two systems share is scored once).
 
-# %%
-shown = table[~table["test_set"].str.startswith("Quebec")]
-order = [(r, k) for r in SYSTEMS for k in (RERANKERS if r in RESCORED else ["none"])]
-mean_sd_table(shown, row_order=order)
+# %% tags=["hide-input"]
+paper_shape_table(table, RESCORED, PAPER_COLUMNS, paper=PAPER_ROW)
 
 # %% [markdown]
-# The same overall micro accuracy as a figure (error bars: sd over seeds); the dashed line is the paper's best, 67.97 (CombinedReranker on its BERT RQA):
+# Per feedback domain, with both overall averages (macro: the mean of the four domains) and all five reranker variants (the two cross-entropy variants belong to {doc}`ablation_loss`); accuracy@1 in %, mean ± sd over seeds:
 
-# %%
+# %% tags=["hide-input"]
+shown = table[~table["test_set"].str.startswith("Quebec")]
+order = [(r, k) for r in SYSTEMS for k in (RERANKERS if r in RESCORED else ["none"])]
+mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"])
+
+# %% [markdown]
+# The same overall micro accuracy as a figure:
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Overall accuracy@1 (micro, %) of each RQA system alone and with each reranker; bars are seed means, error bars the sd over the three seeds. The dashed line is the paper's best, 67.97 (CombinedReranker on its BERT RQA)."}}
 overall = table[table["test_set"] == "overall (micro)"].assign(
     accuracy=lambda t: 100 * t["mean"], sd100=lambda t: 100 * t["sd"]
 )
@@ -150,27 +168,22 @@ plt.show()
 #
 # Each reranker against the RQA alone, within each RQA system: per question, the outcome is averaged over the three seeds (0, 1/3, 2/3 or 1), and a paired bootstrap over the 1,992 overall questions (resampled within test sets) gives the CI of the difference and a two-sided p-value, Holm-corrected over the five rerankers of one RQA system. W/T/L counts questions where the seed-averaged outcome is better / equal / worse than the RQA alone. Accuracies and differences in points.
 
-# %%
+# %% tags=["hide-input"]
 print(micro["signature"].iloc[0])
-comparison_points(micro[micro["system"] != "none"]).reset_index(drop=True)
+comparison_table(micro[micro["system"] != "none"])
 
 # %% [markdown]
 # The same test on the macro average (mean of the four domains):
 
-# %%
-shown = macro[macro["system"] != "none"].copy()
-for c in ["mean", "delta", "delta_ci_low", "delta_ci_high"]:
-    shown[c] = (100 * shown[c]).round(2)
-shown[["rqa", "system", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm"]].round(
-    4
-).reset_index(drop=True)
+# %% tags=["hide-input"]
+comparison_table(macro[macro["system"] != "none"])
 
 # %% [markdown]
 # ## Beside the paper
 #
 # The paper (BERT poly-encoder RQA, BERT rerankers, overall accuracy, averaging not stated): RQA alone 64.75, + FeedbackReranker 66.59 (+1.84), + VanillaReranker 65.98 (+1.23), + CombinedReranker 67.97 (+3.22). Our RQA systems differ from the paper's (MiniLM, not BERT), so the **gain over the RQA alone** is the comparable quantity; the absolute level also depends on the RQA. Differences in protocol: our rerankers see WHO's feedback_train and 80% of the four feedback_valid files (far less feedback than the paper's), a 22M-parameter MiniLM instead of BERT-base, 128 tokens of each pair, and pseudo negatives from zero-shot MiniLM.
 
-# %%
+# %% tags=["hide-input"]
 paper_names = {
     "none": "rqa_alone",
     "feedback_kl": "feedback_reranker",
@@ -185,7 +198,7 @@ for (rqa, reranker), r in micro.set_index(["rqa", "system"]).iterrows():
     if reranker in paper_names:
         rows.append(
             {
-                "rqa": rqa,
+                "RQA": rqa,
                 "reranker": reranker,
                 "ours (micro)": round(100 * r["mean"], 2),
                 "ours (macro)": round(
@@ -196,7 +209,7 @@ for (rqa, reranker), r in micro.set_index(["rqa", "system"]).iterrows():
                 "paper gain": round(paper_gain[reranker], 2),
             }
         )
-pd.DataFrame(rows)
+pd.DataFrame(rows).set_index(["RQA", "reranker"])
 
 
 # %% [markdown]
@@ -205,7 +218,7 @@ pd.DataFrame(rows)
 # Three measurements per trained model, on the hybrid RQA's top 5 for the 1,992 overall questions: **AUC**, how well P(Excellent) alone ranks the gold passage above the other candidates (0.5 is chance); **alone**, accuracy@1 of the reranker alone (argmax P(Excellent)); **reranked**, accuracy@1 of the paper's S. References: the hybrid alone, and a random pick among the five (recall@5 / 5). Mean ± sd over the three seeds, in % except the AUC. The second block is the **capacity row**: the earlier rerankers of this project, which trained only the top layer above five frozen ones (4 epochs, lr 1e-4, BM25's one top negative on 2,000 QA-train questions; their rows are kept in `results/frozen5_candidates.parquet`).
 
 
-# %%
+# %% tags=["hide-input"]
 def summarise(q):
     g = q.groupby("reranker", sort=False)
     out = pd.DataFrame(
@@ -235,31 +248,33 @@ capacity
 # %% [markdown]
 # The AUC of P(Excellent) on every rescored RQA system's top 5, seeds pooled:
 
-# %%
+# %% tags=["hide-input"]
 from fqa_analysis.core.reranking import score_separation
 
 separation = score_separation(candidates).pivot(index="rqa", columns="reranker", values="auc_p_excellent")
-separation.reindex(index=RESCORED, columns=RERANKERS[1:]).round(3)
+separation.reindex(index=RESCORED, columns=RERANKERS[1:]).round(3).rename_axis(index="RQA", columns=None)
 
 # %% [markdown]
 # ## How much weight the reranker gets
 #
 # The paper's plain sum gives the two probabilities equal weight. As a diagnosis (on the test questions, so not a tuned result; {doc}`beyond_scoring` tunes w out of sample), accuracy@1 of S = (1 - w) P_theta + w P(Excellent) on the hybrid for a few w, seed mean, in %: w = 0 is the RQA alone, w = 0.5 ranks exactly like the paper's sum, w = 1 is the reranker alone. P_theta is a softmax over the whole pool, so its top candidate often holds most of the mass and the sum lets the reranker overturn it only when it is confident.
 
-# %%
+# %% tags=["hide-input"]
 from fqa_analysis.core.sweeps import candidate_blocks, weight_sweep
 
 hybrid = candidates[(candidates["rqa"] == "hybrid") & candidates["domain"].isin(data.FEEDBACK_DOMAINS)]
 curve = weight_sweep(candidate_blocks(hybrid), [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
 per_seed = curve.groupby(["reranker", "seed", "w"])["correct"].mean()
-(100 * per_seed.groupby(["reranker", "w"]).mean()).unstack("w").reindex(RERANKERS[1:]).round(2)
+(100 * per_seed.groupby(["reranker", "w"]).mean()).unstack("w").reindex(RERANKERS[1:]).round(2).rename(
+    columns=lambda w: f"w = {w:g}"
+).rename_axis(columns=None)
 
 # %% [markdown]
 # ## How much of the ceiling is won
 #
 # A top-5 reranker can only answer correctly when the gold passage is among the five (recall@5). Share of the gap between the RQA alone and that ceiling which each reranker closes (seed mean, overall micro); a negative share means the reranker moves correct answers out of first place more often than it brings gold ones in:
 
-# %%
+# %% tags=["hide-input"]
 ceiling = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS) & (outcomes["reranker"] == "none")]
 ceiling = ceiling.groupby("rqa")["gold_in_topk"].mean()
 gap = micro[micro["system"] != "none"].assign(
@@ -268,7 +283,7 @@ gap = micro[micro["system"] != "none"].assign(
 )
 gap.pivot(index="rqa", columns="system", values="closed").reindex(
     index=RESCORED, columns=RERANKERS[1:]
-).round(3)
+).round(3).rename_axis(index="RQA", columns=None)
 
 # %% [markdown]
 # ## Why the paper's gain is not reproduced here
@@ -282,7 +297,7 @@ gap.pivot(index="rqa", columns="system", values="closed").reindex(
 #
 # Per variant and seed: the KL to the held-out ratings after every epoch (pseudo-ratings for `vanilla`, the annotators for the others), the epoch kept (the lowest), and the optimiser steps.
 
-# %%
+# %% tags=["hide-input"]
 rows = []
 for name, h in stage["histories"].items():
     variant, seed = name.split("/")
@@ -294,7 +309,7 @@ for name, h in stage["histories"].items():
             "best_epoch": best_epoch,
             "select_kl": round(h["best_select_kl"], 4),
             "steps": h["steps"],
-            "kl_by_epoch": [round(e["select_kl"], 3) for e in h["epochs"]],
+            "KL by epoch": ", ".join(f"{e['select_kl']:.3f}" for e in h["epochs"]),
         }
     )
 pd.DataFrame(rows).set_index(["variant", "seed"])
@@ -304,7 +319,7 @@ pd.DataFrame(rows).set_index(["variant", "seed"])
 #
 # From `results/manifest.json` (stage `rerank`, this 2-core machine): the embedding pass over every distinct pair, then per variant and seed the training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` and `compute_peak_rss_mb` are what computing a step cost (carried over when a rerun read it from the cache; `wall_s` is the last run's time). The frozen-layer stage of the capacity row is priced below from its own manifest record (`results/frozen5_candidates.json`).
 
-# %%
+# %% tags=["hide-input"]
 import json
 
 cols = [c for c in ("compute_s", "compute_peak_rss_mb", "wall_s", "from_cache") if c in timings.columns]

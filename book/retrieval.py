@@ -25,16 +25,17 @@
 #
 # The paper's RQA is a BERT poly-encoder; ours is a 22.7M-parameter MiniLM bi-encoder trained on two CPU cores, a substitution stated wherever its numbers appear. Everything below is read from `results/` (`fqa run rqa` writes it) and computed by `fqa_analysis` functions; the book loads no model.
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
+from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.calibration import expected_calibration_error
 from fqa_analysis.core.metrics import ranking_metrics, recall_curve
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_recall_curves, plot_reliability
-from fqa_analysis.core.report import ci_table, failure_examples
+from fqa_analysis.core.report import ci_table, comparison_table, failure_examples, markdown_records
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
 from fqa_analysis.core.scoring import select_top1
 from fqa_analysis.core.stats import accuracy_with_ci, paired_bootstrap, paired_outcomes
@@ -47,20 +48,62 @@ ranks = load_table(RESULTS, "rqa_ranks.parquet")
 temps = load_table(RESULTS, "rqa_temperatures.parquet")
 stage = load_stage(RESULTS, "rqa")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(rqa_rows["rqa"])]
-print(f"protocol: {stage['protocol']}; k = {stage['config']['k']}; subset: {stage['config']['subset']}")
-print(f"test questions per system: {rqa_rows.groupby('rqa')['question_id'].size().iloc[0] // 5}")
+outcomes = select_top1(rqa_rows)
+acc = accuracy_with_ci(outcomes, ["rqa"], n_resamples=10_000, seed=0)
+feedback_outcomes = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS)]
+wide = paired_outcomes(feedback_outcomes, ["rqa"])[SYSTEMS]
+strata = list(wide.index.get_level_values("domain"))
+comparison = paired_bootstrap(wide.reset_index(drop=True), baseline="bm25", strata=strata)
+feedback_ranks = ranks[ranks["domain"].isin(data.FEEDBACK_DOMAINS)]
+curve = recall_curve(feedback_ranks, range(1, 21), by=["rqa"])
+timings = pd.DataFrame(stage["timings"]).T[["compute_s", "wall_s", "from_cache", "peak_rss_mb"]]
+
+# %% [markdown]
+# ## Findings
+#
+# Computed from `results/` when the book is built:
+
+# %% tags=["hide-input"]
+paper = PAPER_OVERALL_ACCURACY["rqa_alone"]
+by = acc.set_index(["system", "test_set"])
+micro = acc[acc["test_set"] == "overall (micro)"].set_index("system")["accuracy"]
+best = str(micro.idxmax())
+r5 = curve[curve["k"] == 5].set_index("rqa")["recall"]
+cmp = comparison.to_frame()
+lines = [
+    "Overall accuracy@1 of the RQA alone (four feedback domains, micro, 95% CI): "
+    + "; ".join(
+        f"{s} {100 * by.loc[(s, 'overall (micro)'), 'accuracy']:.1f} "
+        f"[{100 * by.loc[(s, 'overall (micro)'), 'ci_low']:.1f}, {100 * by.loc[(s, 'overall (micro)'), 'ci_high']:.1f}]"
+        for s in SYSTEMS
+    )
+    + f". The paper's BERT poly-encoder: {paper}.",
+    f"The best system, {best}, is {100 * micro[best] - paper:+.1f} points from the paper's RQA (micro); "
+    + "against bm25: "
+    + ", ".join(
+        f"{s} {100 * cmp.loc[s, 'delta']:+.1f} points (Holm p {cmp.loc[s, 'p_holm']:.3g})"
+        for s in SYSTEMS
+        if s != "bm25"
+    )
+    + ".",
+    "Recall@5, the ceiling of a top-5 reranker: "
+    + ", ".join(f"{s} {100 * r5[s]:.1f}%" for s in SYSTEMS)
+    + f"; the gap to accuracy@1 that feedback could win is {100 * (r5[best] - micro[best]):.1f} points "
+    f"for {best}.",
+    f"Protocol `{stage['protocol']}`, k = {stage['config']['k']}; the stage cost "
+    f"{timings['compute_s'].sum() / 60:.0f} minutes of compute on this 2-core CPU.",
+]
+display(Markdown("\n".join(f"- {x}" for x in lines)))
 
 # %% [markdown]
 # ## Accuracy@1 of the RQA alone
 #
 # The RQA's top-1 passage is its answer. Overall = the four feedback domains (the paper's overall); **micro** weighs every question equally, **macro** is the plain mean of the four domain accuracies. Quebec (the paper's Canada) has two test files (old and new FAQ collection) and is shown beside, outside the overall. Cells: accuracy in % with a 95% percentile bootstrap interval; one column per system.
 
-# %%
-outcomes = select_top1(rqa_rows)
-acc = accuracy_with_ci(outcomes, ["rqa"], n_resamples=10_000, seed=0)
-ci_table(acc, row_order=SYSTEMS).T  # rows: test sets; columns: systems
+# %% tags=["hide-input"]
+ci_table(acc, row_order=SYSTEMS).T.rename_axis("test set")  # rows: test sets; columns: systems
 
-# %%
+# %% tags=["hide-input"]
 print(
     "accuracy@1 = top-1 RQA passage is gold; 95% percentile CIs, paired bootstrap over questions, "
     "B=10000, seed=0; overall resampled within domains; P_theta ties -> lower passage id"
@@ -69,83 +112,81 @@ print(
 # %% [markdown]
 # The paper reports 64.75 for its BERT poly-encoder RQA alone, overall; its averaging is not stated, so ours is set beside it both ways:
 
-# %%
-paper = PAPER_OVERALL_ACCURACY["rqa_alone"]
+# %% tags=["hide-input"]
 overall = acc[acc["test_set"].str.startswith("overall")].copy()
 pd.DataFrame(
     {
-        "system": overall["system"],
-        "average": overall["test_set"],
-        "ours": (100 * overall["accuracy"]).round(2),
+        "ours": (100 * overall["accuracy"]).round(2).to_numpy(),
         "paper": paper,
-        "difference": (100 * overall["accuracy"] - paper).round(2),
-        "paper inside our 95% CI": (100 * overall["ci_low"] <= paper) & (paper <= 100 * overall["ci_high"]),
-    }
-).reset_index(drop=True)
+        "difference": (100 * overall["accuracy"] - paper).round(2).to_numpy(),
+        "paper inside our 95% CI": (
+            (100 * overall["ci_low"] <= paper) & (paper <= 100 * overall["ci_high"])
+        ).to_numpy(),
+    },
+    index=pd.MultiIndex.from_arrays(
+        [overall["system"], overall["test_set"].str.replace("overall ", "")], names=["RQA", "average"]
+    ),
+)
 
 # %% [markdown]
 # What we tried to reach the paper's RQA on two CPU cores: (1) fine-tuning MiniLM for 4 epochs with in-batch negatives, keeping the epoch with the best QA-valid accuracy (the per-epoch table at the end of this chapter shows the valid accuracy flattening after the second epoch, so more epochs would not help); (2) fusing the fine-tuned model with BM25, whose lexical matches catch questions the dense model misses (the hybrid, the best system here). The remaining gap, or lead, depends on the average the paper used; the table above says on which side of the paper's value each of our systems falls and whether that value lies inside our confidence interval.
 #
 # Are the differences between our systems real? Paired bootstrap over the 1,992 feedback-domain test questions, resampled within domains, Holm-corrected across the family:
 
-# %%
-feedback_outcomes = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS)]
-wide = paired_outcomes(feedback_outcomes, ["rqa"])[SYSTEMS]
-strata = list(wide.index.get_level_values("domain"))
-comparison = paired_bootstrap(wide.reset_index(drop=True), baseline="bm25", strata=strata)
+# %% tags=["hide-input"]
 print(comparison.signature())
-comparison.to_frame().round(4)
+against = comparison.to_frame().drop(index="bm25").reset_index()
+comparison_table(against.assign(rqa=against["system"], system="vs bm25")).droplevel(1)
 
 # %% [markdown]
 # ## Recall@k: the ceiling of reranking
 #
 # A reranker can only pick among the RQA's top k, so recall@5 (the gold passage is among the five) is the highest accuracy any top-5 reranker can reach, and the gap between recall@5 and accuracy@1 is what feedback can win. Curves over the four feedback domains' test questions, k = 1..20, ranks in each question's own domain pool:
 
-# %%
-feedback_ranks = ranks[ranks["domain"].isin(data.FEEDBACK_DOMAINS)]
-curve = recall_curve(feedback_ranks, range(1, 21), by=["rqa"])
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Recall@k of each RQA system over the four feedback domains' test questions (micro), k = 1..20, ranks in each question's own domain pool."}}
 plot_recall_curves(curve)
 plt.title("Recall@k, four feedback domains (micro)")
 plt.show()
 
-# %%
+# %% tags=["hide-input"]
 table = curve[curve["k"].isin([1, 2, 3, 5, 10, 20])].pivot(index="rqa", columns="k", values="recall")
-(100 * table.reindex(SYSTEMS)).round(1).add_prefix("recall@")
+(100 * table.reindex(SYSTEMS)).round(1).add_prefix("recall@").rename_axis(index="RQA", columns=None)
 
 # %% [markdown]
 # ## The pooled view (MTEB FeedbackQARetrieval)
 #
 # MTEB evaluates FeedbackQA differently: one corpus of the four feedback domains' passages pooled (2,364 passages), every test question ranked against all of it, and P@1, nDCG@10 and recall@5 reported. The same systems in that setting, beside the per-domain pools of the paper's protocol (the pooled task is harder: a question can be answered from the wrong agency's FAQ):
 
-# %%
+# %% tags=["hide-input"]
 rows = []
 for name, group in feedback_ranks.groupby("rqa", sort=False):
     for view, column in (("pooled corpus", "gold_rank_pooled"), ("domain pools", "gold_rank")):
         rows.append({"rqa": name, "view": view, **ranking_metrics(group[column])})
-pooled = pd.DataFrame(rows).set_index(["rqa", "view"]).reindex(SYSTEMS, level=0)
-pooled[["p@1", "ndcg@10", "recall@5"]].mul(100).round(2).join(pooled["n"].astype(int))
+pooled = pd.DataFrame(rows).set_index(["rqa", "view"]).reindex(SYSTEMS, level=0).rename_axis(["RQA", "view"])
+pooled[["p@1", "ndcg@10", "recall@5"]].mul(100).round(2).join(pooled["n"].astype(int).rename("questions"))
 
 # %% [markdown]
 # ## What the temperatures do
 #
 # `P_theta` is the softmax of the RQA scores over the whole pool. BM25 scores and cosines are not log-probabilities, so one temperature T per system is fitted on the QA valid sets by minimising the negative log-likelihood of the gold passage. T does not change any RQA ranking; it decides how much `P_theta` weighs against the reranker's P(Excellent) in S = P_theta + P(Excellent). At T = 1 a cosine softmax over hundreds of passages is almost uniform (top-1 probability near 1/pool size), so the sum would be decided by the reranker alone; the fitted T gives P_theta a calibrated scale.
 
-# %%
-cols = [
-    "rqa",
-    "temperature",
-    "valid_nll_t1",
-    "valid_nll_fitted",
-    "valid_top1_p_t1",
-    "valid_top1_p_fitted",
-    "valid_ece_t1",
-    "valid_ece_fitted",
-    "valid_acc1",
-    "valid_questions",
-]
-temps[cols].set_index("rqa").reindex(SYSTEMS).round(4)
+# %% tags=["hide-input"]
+shown = temps.set_index("rqa").reindex(SYSTEMS)
+print(f"QA valid questions per system: {int(shown['valid_questions'].iloc[0]):,}")
+pd.DataFrame(
+    {
+        ("T", ""): shown["temperature"].round(4),
+        ("NLL", "T = 1"): shown["valid_nll_t1"].round(3),
+        ("NLL", "fitted"): shown["valid_nll_fitted"].round(3),
+        ("top-1 P", "T = 1"): shown["valid_top1_p_t1"].round(3),
+        ("top-1 P", "fitted"): shown["valid_top1_p_fitted"].round(3),
+        ("ECE", "T = 1"): shown["valid_ece_t1"].round(3),
+        ("ECE", "fitted"): shown["valid_ece_fitted"].round(3),
+        ("acc@1", ""): shown["valid_acc1"].round(3),
+    }
+).rename_axis("RQA")
 
-# %%
+# %% tags=["hide-input"]
 hybrid = stage["systems"].get("hybrid", {}).get("fit", {})
 if hybrid:
     print(
@@ -158,7 +199,7 @@ if hybrid:
 # %% [markdown]
 # Reliability of the top-1 `P_theta` on the **test** questions at the fitted temperature (points sized by the number of questions in the bin; the diagonal is perfect calibration):
 
-# %%
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Reliability of the top-1 P_theta on the feedback domains' test questions at the fitted temperature, per RQA system; points sized by questions per bin, the diagonal is perfect calibration."}}
 fig, axes = plt.subplots(1, len(SYSTEMS), figsize=(4 * len(SYSTEMS), 4))
 top1 = rqa_rows[(rqa_rows["rqa_rank"] == 1) & rqa_rows["domain"].isin(data.FEEDBACK_DOMAINS)]
 for ax, name in zip(axes, SYSTEMS, strict=True):
@@ -174,23 +215,21 @@ plt.show()
 #
 # A seeded sample of feedback-domain test questions that the best RQA (by overall micro accuracy) answers wrongly: the passage it chose and the gold passage (page title | section headers), and the gold passage's rank in the pool. Many failures are near-duplicates (the same topic under another page) or questions that several FAQ entries answer; these are the cases a reranker trained on feedback can repair when the gold is in the top 5.
 
-# %%
-micro = acc[acc["test_set"] == "overall (micro)"].set_index("system")["accuracy"]
-best = str(micro.idxmax())
+# %% tags=["hide-input"]
 print(f"best RQA by overall micro accuracy: {best}")
 feedback_rows = rqa_rows[rqa_rows["domain"].isin(data.FEEDBACK_DOMAINS)]
-failure_examples(feedback_rows, ranks, data.resolve_data_dir(None), best, n=6, seed=3)
+failures = failure_examples(feedback_rows, ranks, data.resolve_data_dir(None), best, n=6, seed=3)
+display(Markdown(markdown_records(failures, "question", ["domain", "answered", "gold", "gold_rank"])))
 
 # %% [markdown]
 # ## Cost of the stage
 #
 # Per step of `fqa run rqa` on this 2-core machine, from `results/manifest.json`: `compute_s` is what computing the step cost (carried over when a later run read it from the cache), `wall_s` the last run's time, `peak_rss_mb` the last run's peak memory.
 
-# %%
-timings = pd.DataFrame(stage["timings"]).T[["compute_s", "wall_s", "from_cache", "peak_rss_mb"]]
+# %% tags=["hide-input"]
 print(f"whole stage: {timings['compute_s'].sum() / 60:.1f} min of compute")
 timings
 
-# %%
+# %% tags=["hide-input"]
 fit = stage["systems"].get("minilm_ft", {}).get("fit", {})
 pd.DataFrame(fit.get("epochs", [])).set_index("epoch") if fit else "minilm_ft not run"

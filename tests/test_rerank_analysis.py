@@ -97,7 +97,7 @@ def test_seed_table_mean_and_sd() -> None:
     none = t[t["reranker"] == "none"].set_index("test_set")
     assert none.loc["overall (macro)", "mean"] == 0.25 and none.loc["overall (macro)", "seeds"] == 1
     wide = mean_sd_table(t)
-    assert wide.loc[("r", "x"), "overall (micro)"] == "58.3 ± 14.4"
+    assert wide.loc[("r", "x"), "overall (micro)"] == "58.3\u00a0±\u00a014.4"
     assert wide.loc[("r", "none"), "CDC"] == "50.0"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +10,41 @@ import pandas as pd
 
 __all__ = [
     "COMPARISON_COLUMNS",
+    "NBSP",
     "canonical_order",
     "ci_table",
-    "comparison_points",
+    "comparison_table",
     "failure_examples",
+    "interval",
+    "markdown_records",
     "mean_sd_table",
+    "paper_shape_table",
+    "plus_minus",
 ]
+
+#: No-break space: a table cell such as ``46.4 ± 0.6`` or ``[+0.1, +0.9]`` never wraps in the book.
+NBSP = "\u00a0"
+
+
+def plus_minus(mean: float, sd: float, digits: int = 1) -> str:
+    """``mean ± sd`` joined by no-break spaces, so the cell never wraps.
+
+    Example:
+        >>> plus_minus(46.43, 0.61).replace(NBSP, " ")
+        '46.4 ± 0.6'
+    """
+    return f"{mean:.{digits}f}{NBSP}±{NBSP}{sd:.{digits}f}"
+
+
+def interval(low: float, high: float, digits: int = 2, signed: bool = True) -> str:
+    """A confidence interval ``[low, high]`` (signed for differences) that never wraps.
+
+    Example:
+        >>> interval(-0.512, 1.2).replace(NBSP, " ")
+        '[-0.51, +1.20]'
+    """
+    fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
+    return f"[{fmt.format(low)},{NBSP}{fmt.format(high)}]"
 
 _DOMAIN_ORDER = ("Australia", "CDC", "UK", "WHO", "overall (micro)", "overall (macro)", "Quebec")
 
@@ -51,13 +80,13 @@ def ci_table(
     Example:
         >>> long = pd.DataFrame({"system": ["a"], "test_set": ["X"], "accuracy": [0.6475],
         ...                      "ci_low": [0.62], "ci_high": [0.671]})
-        >>> ci_table(long).loc["a", "X"]
+        >>> ci_table(long).loc["a", "X"].replace(NBSP, " ")
         '64.8 [62.0, 67.1]'
     """
     fmt = f"{{:.{digits}f}}"
     cells = long.assign(
         cell=[
-            f"{fmt.format(m * scale)} [{fmt.format(lo * scale)}, {fmt.format(hi * scale)}]"
+            f"{fmt.format(m * scale)}{NBSP}{interval(lo * scale, hi * scale, digits, signed=False)}"
             for m, lo, hi in zip(long["accuracy"], long["ci_low"], long["ci_high"], strict=True)
         ]
     )
@@ -86,13 +115,13 @@ def mean_sd_table(
     Example:
         >>> long = pd.DataFrame({"rqa": "r", "reranker": ["none", "kl"], "test_set": "WHO",
         ...                      "mean": [0.6, 0.625], "sd": [0.0, 0.0123], "seeds": [1, 3]})
-        >>> mean_sd_table(long)["WHO"].tolist()
+        >>> [c.replace(NBSP, " ") for c in mean_sd_table(long)["WHO"]]
         ['60.0', '62.5 ± 1.2']
     """
     fmt = f"{{:.{digits}f}}"
     cells = long.assign(
         cell=[
-            fmt.format(m * scale) + (f" ± {fmt.format(s * scale)}" if n > 1 else "")
+            plus_minus(m * scale, s * scale, digits) if n > 1 else fmt.format(m * scale)
             for m, s, n in zip(long["mean"], long["sd"], long["seeds"], strict=True)
         ]
     )
@@ -173,17 +202,98 @@ COMPARISON_COLUMNS = [
 ]
 
 
-def comparison_points(comparison: pd.DataFrame) -> pd.DataFrame:
-    """A comparison of accuracies for reading: means and differences in points (2 decimals), p to 4.
+def comparison_table(comparison: pd.DataFrame, system: str = "reranker") -> pd.DataFrame:
+    """A paired comparison of accuracies for reading: points, the CI as one cell, p, W / T / L.
+
+    Rows are indexed by (RQA, ``system``); accuracies and differences are in points (2 decimals,
+    what a bootstrap CI over about 2,000 questions supports), p-values to 3 significant digits.
 
     Example:
         >>> row = {"rqa": "bm25", "system": "kl", "mean": 0.43321, "delta": 0.0049,
         ...        "delta_ci_low": -0.001, "delta_ci_high": 0.011, "p_value": 0.123456, "p_holm": 0.5,
         ...        "wins": 3, "ties": 9, "losses": 1}
-        >>> comparison_points(pd.DataFrame([row]))[["mean", "delta", "p_value"]].iloc[0].tolist()
-        [43.32, 0.49, 0.1235]
+        >>> shown = comparison_table(pd.DataFrame([row]))
+        >>> shown.index.tolist(), shown.iloc[0].str.replace(NBSP, " ").tolist()
+        ([('bm25', 'kl')], ['43.32', '+0.49', '[-0.10, +1.10]', '0.123', '0.5', '3 / 9 / 1'])
     """
-    shown = comparison[COMPARISON_COLUMNS].copy()
-    for c in ["mean", "delta", "delta_ci_low", "delta_ci_high"]:
-        shown[c] = (100 * shown[c]).round(2)
-    return shown.round(4)
+    rows = {
+        "accuracy (%)": [f"{100 * m:.2f}" for m in comparison["mean"]],
+        "Δ (points)": [f"{100 * d:+.2f}" for d in comparison["delta"]],
+        "95% CI of Δ": [
+            interval(100 * lo, 100 * hi)
+            for lo, hi in zip(comparison["delta_ci_low"], comparison["delta_ci_high"], strict=True)
+        ],
+        "p": [f"{p:.3g}" for p in comparison["p_value"]],
+        "p (Holm)": [f"{p:.3g}" for p in comparison["p_holm"]],
+        "W / T / L": [
+            f"{w}{NBSP}/{NBSP}{t}{NBSP}/{NBSP}{lo}"
+            for w, t, lo in zip(comparison["wins"], comparison["ties"], comparison["losses"], strict=True)
+        ],
+    }
+    index = pd.MultiIndex.from_arrays([comparison["rqa"], comparison["system"]], names=["RQA", system])
+    return pd.DataFrame(rows, index=index)
+
+
+def paper_shape_table(
+    seed_table: pd.DataFrame,
+    systems: Sequence[str],
+    columns: Mapping[str, str],
+    paper: Mapping[str, float] | None = None,
+    test_set: str = "overall (micro)",
+    digits: int = 1,
+) -> pd.DataFrame:
+    """The paper's table shape: one row per RQA system, one column per reranker, ``mean ± sd`` in %.
+
+    Args:
+        seed_table: long table with ``rqa, reranker, test_set, mean, sd, seeds`` (fractions).
+        systems: RQA systems, in row order.
+        columns: reranker name -> column header, in column order (e.g. ``{"none": "alone"}``).
+        paper: the paper's numbers in %, keyed by the same reranker names; shown as a last row
+            ``paper (BERT)`` with the digits it published.
+        test_set: which test set's accuracy fills the cells.
+        digits: decimals of our cells.
+
+    Example:
+        >>> long = pd.DataFrame({"rqa": "bm25", "reranker": ["none", "kl"], "test_set": "overall (micro)",
+        ...                      "mean": [0.6, 0.625], "sd": [0.0, 0.0123], "seeds": [1, 3]})
+        >>> t = paper_shape_table(long, ["bm25"], {"none": "alone", "kl": "+ feedback"}, {"none": 64.75})
+        >>> t.map(lambda c: c.replace(NBSP, " ")).values.tolist()
+        [['60.0', '62.5 ± 1.2'], ['64.75', '']]
+    """
+    rows = seed_table[seed_table["test_set"] == test_set].set_index(["rqa", "reranker"])
+    cells: dict[str, list[str]] = {header: [] for header in columns.values()}
+    for system in systems:
+        for reranker, header in columns.items():
+            if (system, reranker) not in rows.index:
+                cells[header].append("")
+                continue
+            r = rows.loc[(system, reranker)]
+            cells[header].append(
+                plus_minus(100 * r["mean"], 100 * r["sd"], digits)
+                if r["seeds"] > 1
+                else f"{100 * r['mean']:.{digits}f}"
+            )
+    index = list(systems)
+    if paper is not None:
+        for reranker, header in columns.items():
+            cells[header].append(f"{paper[reranker]:.2f}" if reranker in paper else "")
+        index.append("paper (BERT)")
+    return pd.DataFrame(cells, index=pd.Index(index, name="RQA"))
+
+
+def markdown_records(frame: pd.DataFrame, lead: str, fields: Sequence[str]) -> str:
+    """Rows of prose (questions, passages, explanations) as a Markdown list instead of a wide table.
+
+    Each row becomes one bullet: its ``lead`` column in bold, then ``field: value`` for each field,
+    so long text wraps like a paragraph.
+
+    Example:
+        >>> f = pd.DataFrame({"question": ["Can I travel?"], "gold": ["Travel | Rules"], "rank": [3]})
+        >>> print(markdown_records(f, "question", ["gold", "rank"]))
+        - **Can I travel?** gold: Travel | Rules; rank: 3
+    """
+    lines = []
+    for row in frame.to_dict("records"):
+        rest = "; ".join(f"{name}: {row[name]}" for name in fields)
+        lines.append(f"- **{row[lead]}** {rest}")
+    return "\n".join(lines)
