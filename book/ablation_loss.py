@@ -32,7 +32,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.plots import plot_grouped_bars, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
-from fqa_analysis.core.report import comparison_table, interval, plus_minus
+from fqa_analysis.core.report import comparison_table, plus_minus
 from fqa_analysis.core.reranking import (
     compare_to_baseline,
     join_annotators,
@@ -160,7 +160,7 @@ for name, row in {
 print("training prior (Bad .. Excellent):", prior.round(3).tolist())
 pd.DataFrame(rows).T.round(3).rename(columns=HEADERS).rename_axis("constant predictor")
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Rating quality on feedback_test per training loss, on all items and by annotator agreement; bars are seed means, error bars the sd over seeds. Left: KL from the annotators' distribution to P_phi (lower is better); right: share of items whose argmax is the majority label."}}
+# %% mystnb={"figure": {"caption": "Rating quality on feedback_test per training loss, on all items and by annotator agreement; bars are seed means, error bars the sd over seeds. Left: KL from the annotators' distribution to P_phi (lower is better); right: share of items whose argmax is the majority label."}} tags=["hide-input"]
 means = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
 for ax, metric in zip(axes, ["kl", "accuracy"], strict=True):
@@ -184,22 +184,16 @@ plt.show()
 # Per item, KL and argmax-correctness are averaged over the three seeds; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the two losses within a (metric, subset). For KL a negative delta means the loss is *better* than KL.
 
 # %% tags=["hide-input"]
-pd.DataFrame(
-    {
-        "items": tests["n"].to_numpy(),
-        "mean": [f"{m:.3f}" for m in tests["mean"]],
-        "Δ vs KL": [f"{d:+.3f}" for d in tests["delta"]],
-        "95% CI of Δ": [
-            interval(lo, hi, 3) for lo, hi in zip(tests["delta_ci_low"], tests["delta_ci_high"], strict=True)
-        ],
-        "p": [f"{v:.3g}" for v in tests["p_value"]],
-        "p (Holm)": [f"{v:.3g}" for v in tests["p_holm"]],
-    },
-    index=pd.MultiIndex.from_frame(
-        tests[["metric", "subset", "system"]].replace({"metric": {"kl": "KL (nats)", "correct": "accuracy"}}),
-        names=["metric", "items", "loss"],
-    ),
-)
+shown_tests = tests.replace({"metric": {"kl": "KL (nats)", "correct": "accuracy"}})
+comparison_table(
+    shown_tests,
+    keys=["metric", "subset", "system"],
+    names=["metric", "items", "loss"],
+    scale=1.0,
+    digits=3,
+    mean_header="mean",
+    delta_header="Δ vs KL",
+).join(shown_tests.set_index(["metric", "subset", "system"])["n"].rename("n items"))
 
 # %% [markdown]
 # **What this shows.** The informative contrast is KL against the majority label, and there the data is clear: the majority-label cross-entropy collapses to the constant 'always Bad' (its accuracy and macro-F1 equal that constant's, with no spread over seeds; Bad is the most frequent majority label under the lower-rating tie rule). Its higher argmax accuracy is the constant's, its KL to the annotators is significantly worse than the KL-trained model's, above all on the items where the annotators disagree, and its P(Excellent) is the worst calibrated. The KL-trained model ends a little below the training prior in KL and spreads its argmax over the ratings (macro-F1 above both constants). The per-annotator cross-entropy, equal to KL in expectation, ends within a few thousandths of a nat of it. None of this reaches the QA accuracy: no loss changes the reranked system significantly, because no feedback-only reranker separates the gold passage from the other candidates (see {doc}`reranking`). Keeping the annotators' spread matters for the rating distribution a user is shown, not for the answer picked.
@@ -209,7 +203,7 @@ pd.DataFrame(
 #
 # Reliability diagrams on feedback_test, all seeds pooled: predicted P(Excellent) against the share of annotators who rated the answer Excellent, in 10 equal-width bins (point size ~ items in the bin). A loss that learns the annotators' spread should follow the diagonal; a loss trained on one-hot majority labels tends to be over-confident (points below the diagonal at high P).
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Reliability of P(Excellent) on feedback_test per reranker variant (all seeds pooled): predicted P(Excellent) against the share of annotators who said Excellent, 10 equal-width bins, point size by items; the title gives the seed-mean ECE."}}
+# %% mystnb={"figure": {"caption": "Reliability of P(Excellent) on feedback_test per reranker variant (all seeds pooled): predicted P(Excellent) against the share of annotators who said Excellent, 10 equal-width bins, point size by items; the title gives the seed-mean ECE."}} tags=["hide-input"]
 fig, axes = plt.subplots(1, len(VARIANTS), figsize=(3.6 * len(VARIANTS), 3.8))
 for ax, variant in zip(axes, VARIANTS, strict=True):
     part = joined[joined["reranker"] == variant]
@@ -232,4 +226,4 @@ plt.show()
 # The reranked QA system's overall accuracy (S = P_theta + P(Excellent), micro), each cross-entropy loss against `feedback_kl`, on seed-averaged per-question outcomes, per RQA system (Holm over the two losses within an RQA system):
 
 # %% tags=["hide-input"]
-comparison_table(qa, system="loss")
+comparison_table(qa, names=("RQA", "loss"))

@@ -86,13 +86,13 @@ mean_sd_table(both, row_order=[(r, v) for r in rescored for v in VARIANTS], digi
 # For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of Δ = accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table. "changed" is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse. Accuracies and Δ in points.
 
 # %% tags=["hide-input"]
-shown = comparison_table(ablation.rename(columns={"reranker": "system", "acc_expected_rating": "mean"}))
+shown = comparison_table(ablation.rename(columns={"acc_expected_rating": "mean"}), keys=["rqa", "reranker"])
 shown = shown.rename(columns={"accuracy (%)": "E[y]/3 (%)"})
 shown.insert(0, "P(Exc) (%)", [f"{100 * a:.2f}" for a in ablation["acc_p_excellent"]])
 shown.insert(len(shown.columns) - 1, "changed", [f"{100 * c:.1f}%" for c in ablation["changed_picks"]])
 shown.drop(columns="p")
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Accuracy(E[y]/3) - accuracy(P(Excellent)) in points, per RQA system (groups) and reranker (bars), seed-averaged outcomes; the paired bootstrap CIs and Holm p-values are in the table above."}}
+# %% mystnb={"figure": {"caption": "Accuracy(E[y]/3) - accuracy(P(Excellent)) in points, per RQA system (groups) and reranker (bars), seed-averaged outcomes; the paired bootstrap CIs and Holm p-values are in the table above."}} tags=["hide-input"]
 plot_data = ablation.assign(delta_pts=100 * ablation["delta"])
 ax = plot_grouped_bars(plot_data, "rqa", "reranker", "delta_pts")
 ax.axhline(0, color="grey", linewidth=0.8)

@@ -27,13 +27,15 @@
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
+from myst_nb import glue
 
 from fqa_analysis import data
 from fqa_analysis.core import beyond
 from fqa_analysis.core.candidates import CANDIDATE_COLUMNS
 from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
 from fqa_analysis.core.ratings import item_ratings
+from fqa_analysis.core.report import comparison_table, interval, markdown_records
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, score_outcomes
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
 
@@ -60,6 +62,17 @@ runs[["experiment", "setting", "seed"]] = runs["run"].str.split("/", expand=True
 print(f"RQA {RQA}; {len(runs)} reranker runs; {outcomes.question_id.size:,} (run, question) outcomes")
 
 # %% [markdown]
+# ## Findings
+#
+# Computed from `results/` when the book is built, by the cell under "How the findings are computed" at the end of this page:
+#
+# ```{glue:md} findings
+# :format: myst
+# ```
+#
+# **Reading.** More feedback brings the reranker's rating distributions measurably closer to the annotators' (every smaller fraction has a significantly higher KL than the full feedback, 10% by far the most) but moves QA accuracy at no size: what the reranker learns from ratings does not tell it which of five similar passages is the gold one. In rating quality, transfer is domain-specific: without its own feedback the reranker is significantly worse on Australia's items than the size-matched control, on UK's it is slightly better, on CDC's and WHO's no different; QA accuracy differs in no domain. The best system's errors are mostly misranked top-5 answers, and about half of all wrong answers come from the gold passage's own FAQ page: near-duplicates that a passage-level metric counts as wrong, though a user reading the page may find the answer.
+
+# %% [markdown]
 # ## 4. How much feedback is needed
 #
 # Fractions are nested (the 10% questions lie inside the 25%, and so on) and stratified by domain; model selection always uses the same held-out pairs; fraction 1 is the `feedback_kl` model (seed 0) of the reranking chapter. QA accuracy (points) and the difference from the RQA alone with its 95% CI and Holm-corrected p (paired bootstrap over the 1,992 questions, stratified by test set, B = 10,000):
@@ -78,7 +91,10 @@ learning = (
 )
 learning.insert(0, "training pairs", [sizes.get(r.split(":")[-1], 0) for r in learning.index])
 print(curve_cmp["signature"].iloc[0])
-learning.round(3)
+rated_runs = curve_cmp[curve_cmp["reranker"] != "none"]
+comparison_table(
+    rated_runs, keys=["reranker"], names=["feedback used"], delta_header="Δ vs RQA alone"
+).assign(**{"training pairs": [int(sizes.get(r.split(":")[-1], 0)) for r in rated_runs["reranker"]]})
 
 # %% [markdown]
 # Rating quality on feedback_test as the feedback grows: mean KL(annotators || P_phi) in nats with a 95% bootstrap CI over items, and the difference from the full model (fraction 1), Holm over the three smaller fractions:
@@ -91,9 +107,17 @@ kl_table = kl_frac.set_index("reranker").join(
     kl_cmp.set_index("reranker")[["delta", "delta_ci_low", "delta_ci_high", "p_holm"]]
 )
 print(kl_cmp["signature"].iloc[0])
-kl_table.round(4)
+comparison_table(
+    kl_cmp[kl_cmp["reranker"] != "fraction:1"],
+    keys=["reranker"],
+    names=["feedback used"],
+    scale=1.0,
+    digits=4,
+    mean_header="KL (nats)",
+    delta_header="Δ vs fraction 1",
+).drop(columns="W / T / L", errors="ignore")
 
-# %% tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Left: accuracy gain of the reranked hybrid over the hybrid alone (points, 95% CI) against the share of the training feedback used; right: KL from the annotators' distribution to P_phi on feedback_test (nats, 95% CI). One seed per run; log-scaled x axis."}} tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
 gain = curve_cmp[curve_cmp["reranker"] != "none"].assign(
     fraction=lambda f: f["reranker"].str.split(":").str[1].astype(float)
@@ -132,9 +156,17 @@ qa["95% CI"] = [
     for a, b in zip(own["delta_ci_low"], own["delta_ci_high"], strict=True)
 ]
 qa["p (Holm)"] = own["p_holm"]
-print("QA accuracy@1 on the domain's own test questions (points)")
+print("QA accuracy@1 on the domain's own test questions (%); Δ = without own domain - control, in points")
 print("each domain resampled over its own questions; first domain:", qa_cmp["signature"].iloc[0])
-qa.round(3)
+SHORT = {"all feedback": "all", "without own domain": "without own", "size-matched control": "control"}
+qa.round(2).rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95% CI of Δ"}).assign(
+    Δ=[f"{100 * d:+.2f}" for d in own["delta"]],
+    **{
+        "95% CI of Δ": [
+            interval(100 * a, 100 * b) for a, b in zip(own["delta_ci_low"], own["delta_ci_high"], strict=True)
+        ]
+    },
+).rename_axis(columns=None)
 
 # %% tags=["hide-input"]
 item_transfer = beyond.transfer_outcomes(items)
@@ -148,9 +180,16 @@ kl_tab["95% CI"] = [
 ]
 kl_tab["p (Holm)"] = own_kl["p_holm"]
 print("KL(annotators || P_phi) on the domain's own feedback_test items (nats; lower is better)")
-kl_tab.round(4)
+kl_tab.round(4).rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95% CI of Δ"}).assign(
+    Δ=[f"{d:+.4f}" for d in own_kl["delta"]],
+    **{
+        "95% CI of Δ": [
+            interval(a, b, 4) for a, b in zip(own_kl["delta_ci_low"], own_kl["delta_ci_high"], strict=True)
+        ]
+    },
+).rename_axis(columns=None)
 
-# %% tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "KL from the annotators' distribution to P_phi on each domain's own feedback_test items (nats, lower is better), for the reranker trained on all feedback and the one trained without that domain's feedback."}} tags=["hide-input"]
 shown = kl_t[kl_t["training"] != "size-matched control"].assign(value=lambda f: f["mean"])
 ax = plot_grouped_bars(shown, "domain", "training", "value")
 ax.set_ylabel("KL to annotators, own domain (nats)")
@@ -174,7 +213,16 @@ shares = pd.crosstab(categorised["domain"], categorised["category"], normalize="
 table = (100 * acc[["mean", "ci_low", "ci_high"]]).join(shares.drop(columns="correct"))
 table.insert(0, "questions", acc["n"].astype(int))
 print(f"best system: {best[0]} + {best[1]}; accuracy and error shares in % of the domain's questions")
-table.round(2)
+table.round(2).assign(
+    **{
+        "95% CI": [
+            interval(lo, hi, 2, signed=False)
+            for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
+        ]
+    }
+).rename(columns={"mean": "accuracy"})[
+    ["questions", "accuracy", "95% CI", "misranked", "near miss", "retrieval miss"]
+]
 
 # %% [markdown]
 # FAQ pages are split into many passages, so a wrong passage may still come from the gold's own page (a user scrolling the page would find the answer) or be a different page altogether. Share of wrong answers from the gold's page, by category:
@@ -187,8 +235,16 @@ splits = {
 }
 wrong = beyond.page_overlap(categorised[categorised["category"] != "correct"], splits)
 same = wrong.groupby(["domain", "category"])["same_page"].agg(["mean", "size"]).unstack("category")
-same["mean"] = (100 * same["mean"]).round(1)
-same
+pd.DataFrame(
+    {
+        c: [
+            f"{100 * m:.0f}% of {int(n)}" if n == n else ""
+            for m, n in zip(same[("mean", c)], same[("size", c)], strict=True)
+        ]
+        for c in same["mean"].columns
+    },
+    index=same.index,
+).rename_axis(columns="wrong answers from the gold's page")
 
 # %% [markdown]
 # Examples: two seeded misranked and two near-miss answers per domain (picked and gold shown as page | headers):
@@ -203,12 +259,15 @@ questions = alone.drop_duplicates(["domain", "split", "question_id"]).set_index(
 examples = examples.assign(
     question=[questions[k] for k in zip(examples.domain, examples.split, examples.question_id, strict=True)]
 )
-with pd.option_context("display.max_colwidth", 90):
-    display(
-        examples[["domain", "category", "gold_rank", "question", "picked", "gold", "same_page"]].reset_index(
-            drop=True
+display(
+    Markdown(
+        markdown_records(
+            examples.assign(where=examples["domain"] + ", " + examples["category"]),
+            "question",
+            ["where", "gold_rank", "picked", "gold", "same_page"],
         )
     )
+)
 
 # %% [markdown]
 # ## What it costs
@@ -219,7 +278,12 @@ with pd.option_context("display.max_colwidth", 90):
 runs_cost = runs.assign(
     train_s=[sum(e["wall_s"] for e in stage["experiment_runs"][r]["history"]["epochs"]) for r in runs["run"]]
 )
-summary = runs_cost.groupby("experiment")["train_s"].agg(["count", "mean", "sum"]).round(1)
+summary = (
+    runs_cost.groupby("experiment")["train_s"]
+    .agg(["count", "mean", "sum"])
+    .round(1)
+    .rename(columns={"count": "runs", "mean": "training s per run", "sum": "training s in all"})
+)
 recorded = sum(v["compute_s"] for v in stage["timings"].values())
 print(
     f"experiment runs: {runs_cost.train_s.sum() / 60:.1f} min of training "
@@ -229,9 +293,9 @@ print(
 summary
 
 # %% [markdown]
-# ## Findings
+# ## How the findings are computed
 #
-# One line each, computed from the tables above (the closing note of issue 6 repeats them):
+# The findings at the top of the page, one line each, from the tables above:
 
 # %% tags=["hide-input"]
 lines = []
@@ -257,7 +321,4 @@ lines.append(
     f"the top 5, {share['near miss']:.0f}% near misses (rank 6-20), {share['retrieval miss']:.0f}% "
     f"retrieval misses; {100 * wrong['same_page'].mean():.0f}% of wrong answers come from the gold's page."
 )
-print("\n".join(f"- {line}" for line in lines))
-
-# %% [markdown]
-# **Reading.** More feedback brings the reranker's rating distributions measurably closer to the annotators' (every smaller fraction has a significantly higher KL than the full feedback, 10% by far the most) but moves QA accuracy at no size: what the reranker learns from ratings does not tell it which of five similar passages is the gold one. In rating quality, transfer is domain-specific: without its own feedback the reranker is significantly worse on Australia's items than the size-matched control, on UK's it is slightly better, on CDC's and WHO's no different; QA accuracy differs in no domain. The best system's errors are mostly misranked top-5 answers, and about half of all wrong answers come from the gold passage's own FAQ page: near-duplicates that a passage-level metric counts as wrong, though a user reading the page may find the answer.
+glue("findings", Markdown("\n".join(f"- {line}" for line in lines)), display=False)

@@ -28,11 +28,14 @@
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown
+from myst_nb import glue
 
 from fqa_analysis import data
 from fqa_analysis.core import beyond
 from fqa_analysis.core.plots import plot_lines, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
+from fqa_analysis.core.report import comparison_table, interval, plus_minus
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, rating_quality_table
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
 
@@ -44,6 +47,17 @@ manifest = {s: load_stage(RESULTS, s) for s in ("rerank", "beyond")}
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 VARIANTS = list(manifest["rerank"]["config"]["variants"])
 print(f"protocol {manifest['beyond']['protocol']}; RQA systems {SYSTEMS}; rerankers {VARIANTS}")
+
+# %% [markdown]
+# ## Findings
+#
+# Computed from `results/` when the book is built, by the cell under "How the findings are computed" at the end of this page:
+#
+# ```{glue:md} findings
+# :format: myst
+# ```
+#
+# **Reading.** (1) The RQA temperature is not cosmetic. With the plain softmax (T = 1) the cosine-based systems' P_theta is almost flat over a pool of hundreds of passages, so in the sum P(Excellent) alone decides and accuracy falls towards the reranker alone's, by tens of points for the feedback-only rerankers; BM25, whose fitted temperature is closer to 1, changes far less (with `combined` it even gains a little, because T = 1 hands more of the decision to a reranker that is better than BM25). The paper's recipe presumes an RQA whose softmax is sharp. (2) Scaling P(Excellent) changes its fit to the annotators for most rerankers, but on QA accuracy it only costs: where `combined` helps most (BM25, zero-shot MiniLM) the fitted temperature softens its vote and loses a point or two. (3) The weight follows the relative strength of the two models: where the reranker alone is about as good as the RQA alone or better (BM25 and zero-shot MiniLM with `vanilla` or `combined`) the best w is high and a w tuned on the other domains can beat the sum; for the hybrid and the fine-tuned MiniLM the curves are flat around the sum and a tuned w never beats it. (4) Reranking deeper raises the ceiling (recall@k) steeply, but not the accuracy: a reranker that picks the gold alone for about half of the questions cannot find it among twenty.
 
 # %% [markdown]
 # ## 1. Calibration
@@ -64,9 +78,19 @@ calib.insert(
     "temperature",
     [temps[r] if s == "fitted T" else 1.0 for r, s in zip(calib.rqa, calib.scaling, strict=True)],
 )
-calib.round(3)
+calib.assign(
+    ECE=[f"{e:.3f}" for e in calib["ece"]],
+    **{
+        "95% CI": [
+            interval(lo, hi, 3, signed=False)
+            for lo, hi in zip(calib["ece_ci_low"], calib["ece_ci_high"], strict=True)
+        ]
+    },
+).set_index(["rqa", "scaling"]).rename_axis(["RQA", "P_theta"])[
+    ["temperature", "n", "mean_confidence", "accuracy", "ECE", "95% CI"]
+].rename(columns={"mean_confidence": "mean top-1 P", "accuracy": "accuracy@1", "n": "questions"}).round(3)
 
-# %% tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Reliability of the hybrid system's top-1 P_theta on the test questions, at the fitted temperature (left) and at T = 1 (right); points sized by questions per bin."}} tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(8, 4))
 hybrid = {name: c[c["rqa"] == "hybrid"] for name, c in conf.items()}
 for ax, (name, c) in zip(axes, hybrid.items(), strict=True):
@@ -82,9 +106,18 @@ plt.show()
 
 # %% tags=["hide-input"]
 rating_temps = beyond.rating_temperatures(selection)
-rating_temps.groupby("reranker", sort=False)[["n", "temperature", "ce_t1", "ce_fitted"]].agg(
+agg = rating_temps.groupby("reranker", sort=False)[["n", "temperature", "ce_t1", "ce_fitted"]].agg(
     ["mean", "std"]
-).round(3)
+)
+pd.DataFrame(
+    {
+        "selection pairs": agg[("n", "mean")].astype(int),
+        **{
+            header: [plus_minus(m, s, 3) for m, s in zip(agg[(c, "mean")], agg[(c, "std")], strict=True)]
+            for c, header in (("temperature", "T"), ("ce_t1", "CE at T = 1"), ("ce_fitted", "CE at fitted T"))
+        },
+    }
+)
 
 # %% tags=["hide-input"]
 predictions = load_table(RESULTS, "rating_predictions.parquet")
@@ -109,12 +142,20 @@ per_item = pd.concat(
 kl_cmp = beyond.compare_within(per_item, ["reranker"], "p_phi", "raw", column="kl")
 kl_cmp = kl_cmp[kl_cmp["p_phi"] == "scaled"]
 print(kl_cmp["signature"].iloc[0])
-kl_cmp[["reranker", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm"]].round(4)
+comparison_table(
+    kl_cmp,
+    keys=["reranker"],
+    names=["reranker"],
+    scale=1.0,
+    digits=4,
+    mean_header="KL scaled",
+    delta_header="Δ KL (nats)",
+)
 
 # %% [markdown]
 # P(Excellent) is calibrated against the annotators' share of Excellent ratings, not against being the gold passage. Read as the probability that a candidate *is the gold answer*, it is far off: among the hybrid system's top-5 candidates (combined reranker, all seeds), the share of gold candidates per P(Excellent) bin:
 
-# %% tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "P(Excellent) of the combined reranker read as the probability of being the gold passage: share of gold candidates per P(Excellent) bin among the hybrid system's top-5 candidates, all seeds."}} tags=["hide-input"]
 top5 = candidates[(candidates["rqa"] == "hybrid") & (candidates["reranker"] == "combined")]
 top5 = top5[top5["domain"].isin(data.FEEDBACK_DOMAINS)]
 ece, lo, hi = beyond.ece_with_ci(top5["p_excellent"].to_numpy(float), top5["is_gold"].to_numpy(float))
@@ -141,7 +182,9 @@ print(scaling_cmp["signature"].iloc[0])
 shown_scaling = scaling_cmp[scaling_cmp["scaling"] != "as run"].copy()
 for c in ("mean", "delta", "delta_ci_low", "delta_ci_high"):
     shown_scaling[c] = 100 * shown_scaling[c]
-shown_scaling.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False).round(2)
+shown_scaling.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False).round(
+    2
+).rename_axis(index=["RQA", "reranker"], columns="Δ (points) with")
 
 # %% tags=["hide-input"]
 scaling_sig = shown_scaling[shown_scaling["p_holm"] < 0.05]
@@ -153,8 +196,15 @@ for scaling, block in shown_scaling.groupby("scaling", sort=False):
         f"{scaling:>15}: delta {block['delta'].min():+.2f} .. {block['delta'].max():+.2f} points, "
         f"smallest Holm p {block['p_holm'].min():.3g}"
     )
-scaling_sig[["rqa", "reranker", "scaling", "mean", "delta", "delta_ci_low", "delta_ci_high", "p_holm"]].round(
-    4
+comparison_table(
+    scaling_sig.assign(
+        mean=scaling_sig["mean"] / 100,
+        delta=scaling_sig["delta"] / 100,
+        delta_ci_low=scaling_sig["delta_ci_low"] / 100,
+        delta_ci_high=scaling_sig["delta_ci_high"] / 100,
+    ),
+    keys=["rqa", "reranker", "scaling"],
+    names=["RQA", "reranker", "scoring"],
 )
 
 # %% [markdown]
@@ -162,7 +212,7 @@ scaling_sig[["rqa", "reranker", "scaling", "mean", "delta", "delta_ci_low", "del
 #
 # S = (1 - w) P_theta + w P(Excellent), w = 0, 0.05, ..., 1 (P_theta at its fitted temperature). w = 0 is the RQA alone, w = 0.5 the paper's sum, w = 1 the reranker alone. Accuracy per RQA system and reranker, seed-averaged; the band is a 95% bootstrap CI (B = 1,000) shown for the hybrid system:
 
-# %% tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Accuracy@1 (overall, micro) of S = (1 - w) P_theta + w P(Excellent) against w, per RQA system (panels) and reranker (lines), seed-averaged; the band on the hybrid panel is a 95% bootstrap CI; the dotted line marks the paper's sum (w = 0.5)."}} tags=["hide-input"]
 W = np.round(np.arange(0, 1.0001, 0.05), 2)
 curve = beyond.weight_curve(candidates, W)
 means = curve.groupby(["rqa", "reranker", "w"], sort=False)["correct"].mean().reset_index()
@@ -188,11 +238,23 @@ plt.show()
 stability = beyond.weight_stability(curve)
 for c in ("best_accuracy", "accuracy_at_half", "accuracy_at_0"):
     stability[c] = (100 * stability[c]).round(2)
-stability
-
-# %% tags=["hide-input"]
 w_cols = [c for c in stability.columns if c.startswith("w*") and "seed" not in c]
 s_cols = [c for c in stability.columns if c.startswith("w*seed")]
+stability.set_index(["rqa", "reranker"]).rename_axis(["RQA", "reranker"]).assign(
+    **{
+        "best w per domain": lambda f: f[w_cols].apply(lambda r: " / ".join(f"{w:.2f}" for w in r), axis=1),
+        "per seed": lambda f: f[s_cols].apply(lambda r: " / ".join(f"{w:.2f}" for w in r), axis=1),
+    }
+)[["best_w", "best_accuracy", "accuracy_at_half", "accuracy_at_0", "best w per domain", "per seed"]].rename(
+    columns={
+        "best_w": "best w",
+        "best_accuracy": "acc. at best w",
+        "accuracy_at_half": "acc. of the sum",
+        "accuracy_at_0": "RQA alone",
+    }
+)
+
+# %% tags=["hide-input"]
 spread_domains = stability[w_cols].max(axis=1) - stability[w_cols].min(axis=1)
 spread_seeds = stability[s_cols].max(axis=1) - stability[s_cols].min(axis=1)
 print(
@@ -214,12 +276,15 @@ cross = beyond.cross_domain_weight(curve)
 tuned_cmp = beyond.compare_within(cross, ["rqa", "reranker"], "w_rule", "sum")
 tuned_cmp = tuned_cmp[tuned_cmp["w_rule"] == "tuned"]
 chosen = cross[cross["w_rule"] == "tuned"].groupby(["rqa", "reranker", "domain"])["chosen_w"].first()
-chosen = chosen.unstack("domain").add_prefix("w for ")
-table = tuned_cmp.set_index(["rqa", "reranker"])[["mean", "delta", "delta_ci_low", "delta_ci_high"]] * 100
-table = table.join(tuned_cmp.set_index(["rqa", "reranker"])[["p_value", "p_holm"]]).join(chosen)
-table = table.reindex(pd.MultiIndex.from_product([SYSTEMS, VARIANTS], names=["rqa", "reranker"]))
+chosen = chosen.unstack("domain")
 print(tuned_cmp["signature"].iloc[0])
-table.round(3)
+print("w chosen for each held-out domain, in the order " + " / ".join(chosen.columns))
+table = comparison_table(tuned_cmp, keys=["rqa", "reranker"], names=["RQA", "reranker"]).join(
+    chosen.apply(lambda r: " / ".join(f"{w:.2f}" for w in r), axis=1)
+    .rename("w chosen")
+    .rename_axis(["RQA", "reranker"])
+)
+table.reindex(pd.MultiIndex.from_product([SYSTEMS, VARIANTS], names=["RQA", "reranker"]))
 
 # %% tags=["hide-input"]
 tuned_sig = tuned_cmp[tuned_cmp["p_holm"] < 0.05]
@@ -234,7 +299,7 @@ print(
 #
 # The paper reranks the RQA's top 5. `fqa run beyond` scored the hybrid system's top 20 with the `combined` reranker, the paper's best (three seeds; ranks 1..5 are the very numbers of `candidates.parquet`). Accuracy of reranking the top k with the paper's sum, k = 1 (the RQA alone) .. 20, against the ceiling a perfect reranker would reach: recall@k, the share of questions whose gold passage is within the top k.
 
-# %% tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Accuracy@1 of reranking the hybrid system's top k with the paper's sum (combined reranker, seed-averaged, 95% bootstrap band) against recall@k, the ceiling a perfect reranker would reach; the dotted vertical line marks the paper's k = 5."}} tags=["hide-input"]
 K = list(range(1, 21))
 depth = beyond.depth_curve(deep, K)
 acc_k = beyond.accuracy_by(depth, ["reranker", "depth"], n_resamples=1000)
@@ -262,9 +327,12 @@ depth_cmp = beyond.compare_within(depth, ["reranker"], "depth", 5)
 print(depth_cmp["signature"].iloc[0])
 shown = depth_cmp[depth_cmp["depth"].isin([1, 2, 3, 5, 10, 15, 20])].copy()
 shown = shown.merge(ceiling[["depth", "mean"]].rename(columns={"mean": "recall@k"}), on="depth")
+depth_table = comparison_table(
+    shown, keys=["reranker", "depth"], names=["reranker", "k"], delta_header="Δ vs k = 5"
+).assign(**{"recall@k (%)": [f"{100 * r:.2f}" for r in shown["recall@k"]]})
 for c in ("mean", "delta", "delta_ci_low", "delta_ci_high", "recall@k"):
     shown[c] = (100 * shown[c]).round(2)
-shown[["reranker", "depth", "mean", "recall@k", "delta", "delta_ci_low", "delta_ci_high", "p_holm"]].round(4)
+depth_table
 
 # %% [markdown]
 # ## What it costs
@@ -282,9 +350,9 @@ print(
 )
 
 # %% [markdown]
-# ## Findings
+# ## How the findings are computed
 #
-# One line each, computed from the tables above (the closing note of issue 6 repeats them):
+# The findings at the top of the page, one line each, from the tables above:
 
 # %% tags=["hide-input"]
 fit_ece = calib[calib["scaling"] == "fitted T"].set_index("rqa")["ece"]
@@ -311,7 +379,4 @@ for r, b in acc_k.loc[acc_k.groupby("reranker")["mean"].idxmax()].set_index("rer
         f"Depth, {r}: best k = {int(b.depth)} ({100 * b['mean']:.2f}%); k = 20 vs k = 5 {at20.delta:+.2f} "
         f"points (Holm p {at20.p_holm:.3g}); recall@20 {at20['recall@k']:.2f}%."
     )
-print("\n".join(f"- {line}" for line in lines))
-
-# %% [markdown]
-# **Reading.** (1) The RQA temperature is not cosmetic. With the plain softmax (T = 1) the cosine-based systems' P_theta is almost flat over a pool of hundreds of passages, so in the sum P(Excellent) alone decides and accuracy falls towards the reranker alone's, by tens of points for the feedback-only rerankers; BM25, whose fitted temperature is closer to 1, changes far less (with `combined` it even gains a little, because T = 1 hands more of the decision to a reranker that is better than BM25). The paper's recipe presumes an RQA whose softmax is sharp. (2) Scaling P(Excellent) changes its fit to the annotators for most rerankers, but on QA accuracy it only costs: where `combined` helps most (BM25, zero-shot MiniLM) the fitted temperature softens its vote and loses a point or two. (3) The weight follows the relative strength of the two models: where the reranker alone is about as good as the RQA alone or better (BM25 and zero-shot MiniLM with `vanilla` or `combined`) the best w is high and a w tuned on the other domains can beat the sum; for the hybrid and the fine-tuned MiniLM the curves are flat around the sum and a tuned w never beats it. (4) Reranking deeper raises the ceiling (recall@k) steeply, but not the accuracy: a reranker that picks the gold alone for about half of the questions cannot find it among twenty.
+glue("findings", Markdown("\n".join(f"- {line}" for line in lines)), display=False)

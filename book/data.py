@@ -93,7 +93,7 @@ for note in report.notes:
 #
 # Each rated answer has two ratings (train, valid) or three (test). The figure pools all ratings of a domain and split.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Share of each rating label per domain and split, all ratings pooled."}}
+# %% mystnb={"figure": {"caption": "Share of each rating label per domain and split, all ratings pooled."}} tags=["hide-input"]
 plot_label_distribution(feedback)
 plt.title("Share of each rating label", pad=28)
 plt.show()
@@ -112,7 +112,7 @@ ratings.label_distribution(feedback).round(3).rename(columns={"n": "ratings"})
 # %% tags=["hide-input"]
 agree.set_index(["domain", "split"]).round(3)
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Agreement per domain and split: unanimous share, pairwise agreement and Krippendorff's ordinal alpha."}}
+# %% mystnb={"figure": {"caption": "Agreement per domain and split: unanimous share, pairwise agreement and Krippendorff's ordinal alpha."}} tags=["hide-input"]
 plot_agreement(agree)
 plt.title("Agreement per domain and split")
 plt.show()
@@ -130,7 +130,7 @@ items.groupby("split")["unanimous"].agg(["mean", "size"]).rename(
 #
 # Words per explanation, by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR).
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Words per explanation by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR)."}}
+# %% mystnb={"figure": {"caption": "Words per explanation by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR)."}} tags=["hide-input"]
 plot_explanation_lengths(feedback)
 plt.title("Explanation length by rating")
 plt.show()

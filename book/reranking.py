@@ -152,7 +152,7 @@ mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"])
 # %% [markdown]
 # The same overall micro accuracy as a figure:
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Overall accuracy@1 (micro, %) of each RQA system alone and with each reranker; bars are seed means, error bars the sd over the three seeds. The dashed line is the paper's best, 67.97 (CombinedReranker on its BERT RQA)."}}
+# %% mystnb={"figure": {"caption": "Overall accuracy@1 (micro, %) of each RQA system alone and with each reranker; bars are seed means, error bars the sd over the three seeds. The dashed line is the paper's best, 67.97 (CombinedReranker on its BERT RQA)."}} tags=["hide-input"]
 overall = table[table["test_set"] == "overall (micro)"].assign(
     accuracy=lambda t: 100 * t["mean"], sd100=lambda t: 100 * t["sd"]
 )

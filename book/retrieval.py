@@ -73,9 +73,8 @@ cmp = comparison.to_frame()
 lines = [
     "Overall accuracy@1 of the RQA alone (four feedback domains, micro, 95% CI): "
     + "; ".join(
-        f"{s} {100 * by.loc[(s, 'overall (micro)'), 'accuracy']:.1f} "
-        f"[{100 * by.loc[(s, 'overall (micro)'), 'ci_low']:.1f}, {100 * by.loc[(s, 'overall (micro)'), 'ci_high']:.1f}]"
-        for s in SYSTEMS
+        f"{s} {100 * row['accuracy']:.1f} [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]"
+        for s, row in by.xs("overall (micro)", level="test_set").reindex(SYSTEMS).iterrows()
     )
     + f". The paper's BERT poly-encoder: {paper}.",
     f"The best system, {best}, is {100 * micro[best] - paper:+.1f} points from the paper's RQA (micro); "
@@ -136,14 +135,14 @@ pd.DataFrame(
 # %% tags=["hide-input"]
 print(comparison.signature())
 against = comparison.to_frame().drop(index="bm25").reset_index()
-comparison_table(against.assign(rqa=against["system"], system="vs bm25")).droplevel(1)
+comparison_table(against, keys=["system"], names=["RQA (against bm25)"])
 
 # %% [markdown]
 # ## Recall@k: the ceiling of reranking
 #
 # A reranker can only pick among the RQA's top k, so recall@5 (the gold passage is among the five) is the highest accuracy any top-5 reranker can reach, and the gap between recall@5 and accuracy@1 is what feedback can win. Curves over the four feedback domains' test questions, k = 1..20, ranks in each question's own domain pool:
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Recall@k of each RQA system over the four feedback domains' test questions (micro), k = 1..20, ranks in each question's own domain pool."}}
+# %% mystnb={"figure": {"caption": "Recall@k of each RQA system over the four feedback domains' test questions (micro), k = 1..20, ranks in each question's own domain pool."}} tags=["hide-input"]
 plot_recall_curves(curve)
 plt.title("Recall@k, four feedback domains (micro)")
 plt.show()
@@ -199,7 +198,7 @@ if hybrid:
 # %% [markdown]
 # Reliability of the top-1 `P_theta` on the **test** questions at the fitted temperature (points sized by the number of questions in the bin; the diagonal is perfect calibration):
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Reliability of the top-1 P_theta on the feedback domains' test questions at the fitted temperature, per RQA system; points sized by questions per bin, the diagonal is perfect calibration."}}
+# %% mystnb={"figure": {"caption": "Reliability of the top-1 P_theta on the feedback domains' test questions at the fitted temperature, per RQA system; points sized by questions per bin, the diagonal is perfect calibration."}} tags=["hide-input"]
 fig, axes = plt.subplots(1, len(SYSTEMS), figsize=(4 * len(SYSTEMS), 4))
 top1 = rqa_rows[(rqa_rows["rqa_rank"] == 1) & rqa_rows["domain"].isin(data.FEEDBACK_DOMAINS)]
 for ax, name in zip(axes, SYSTEMS, strict=True):

@@ -202,11 +202,28 @@ COMPARISON_COLUMNS = [
 ]
 
 
-def comparison_table(comparison: pd.DataFrame, system: str = "reranker") -> pd.DataFrame:
-    """A paired comparison of accuracies for reading: points, the CI as one cell, p, W / T / L.
+def comparison_table(
+    comparison: pd.DataFrame,
+    keys: Sequence[str] = ("rqa", "system"),
+    names: Sequence[str] = ("RQA", "reranker"),
+    scale: float = 100.0,
+    digits: int = 2,
+    mean_header: str = "accuracy (%)",
+    delta_header: str = "Δ (points)",
+) -> pd.DataFrame:
+    """A paired comparison for reading: the mean, Δ, its CI as one cell, p, Holm's p, W / T / L.
 
-    Rows are indexed by (RQA, ``system``); accuracies and differences are in points (2 decimals,
-    what a bootstrap CI over about 2,000 questions supports), p-values to 3 significant digits.
+    Args:
+        comparison: rows of :meth:`~fqa_analysis.core.stats.Comparison.to_frame` with their key
+            columns (``mean, delta, delta_ci_low, delta_ci_high, p_value, p_holm`` and, when
+            present, ``wins, ties, losses``).
+        keys: columns that identify a row; they become the index.
+        names: the index's names as the reader sees them.
+        scale: multiplies means and differences (100: fractions shown in points).
+        digits: decimals of means and differences (2 for accuracy in points, what a bootstrap
+            CI over about 2,000 questions supports); p-values get 3 significant digits.
+        mean_header: header of the mean column.
+        delta_header: header of the difference column.
 
     Example:
         >>> row = {"rqa": "bm25", "system": "kl", "mean": 0.43321, "delta": 0.0049,
@@ -217,20 +234,21 @@ def comparison_table(comparison: pd.DataFrame, system: str = "reranker") -> pd.D
         ([('bm25', 'kl')], ['43.32', '+0.49', '[-0.10, +1.10]', '0.123', '0.5', '3 / 9 / 1'])
     """
     rows = {
-        "accuracy (%)": [f"{100 * m:.2f}" for m in comparison["mean"]],
-        "Δ (points)": [f"{100 * d:+.2f}" for d in comparison["delta"]],
+        mean_header: [f"{scale * m:.{digits}f}" for m in comparison["mean"]],
+        delta_header: [f"{scale * d:+.{digits}f}" for d in comparison["delta"]],
         "95% CI of Δ": [
-            interval(100 * lo, 100 * hi)
+            interval(scale * lo, scale * hi, digits)
             for lo, hi in zip(comparison["delta_ci_low"], comparison["delta_ci_high"], strict=True)
         ],
         "p": [f"{p:.3g}" for p in comparison["p_value"]],
         "p (Holm)": [f"{p:.3g}" for p in comparison["p_holm"]],
-        "W / T / L": [
+    }
+    if {"wins", "ties", "losses"} <= set(comparison.columns):
+        rows["W / T / L"] = [
             f"{w}{NBSP}/{NBSP}{t}{NBSP}/{NBSP}{lo}"
             for w, t, lo in zip(comparison["wins"], comparison["ties"], comparison["losses"], strict=True)
-        ],
-    }
-    index = pd.MultiIndex.from_arrays([comparison["rqa"], comparison["system"]], names=["RQA", system])
+        ]
+    index = pd.MultiIndex.from_arrays([comparison[k].to_numpy() for k in keys], names=list(names))
     return pd.DataFrame(rows, index=index)
 
 
