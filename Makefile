@@ -58,7 +58,8 @@ notebooks: data
 	$(BIN)/jupytext --quiet --sync book/*.py
 	$(BIN)/python tools/execute_notebooks.py book/*.ipynb
 
-# Headless Chromium screenshots of the built book (Debian package `chromium`).
+# Headless Chromium screenshots of the built book (Debian package `chromium`), then the layout
+# check: no table scrolls sideways and no number wraps at 1280 px (tools/check_layout.py).
 screenshot: book
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	mkdir -p screenshots
@@ -69,6 +70,7 @@ screenshot: book
 			--screenshot=screenshots/$$page.png file://$(CURDIR)/_build/html/book/$$page.html; \
 	done
 	@ls -l screenshots
+	$(BIN)/python tools/check_layout.py _build/html/book/*.html
 
 clean:
 	rm -rf _build screenshots .pytest_cache .mypy_cache .ruff_cache

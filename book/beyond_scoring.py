@@ -232,7 +232,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Where the sum lies, and how stable the best weight is: the best w overall (ties go to the w nearest 0.5), its accuracy, the sum's and the RQA alone's, then the best w chosen on each domain alone and on each seed alone:
+# Where the sum lies, and how stable the best weight is: the best w overall (ties go to the w nearest 0.5), its accuracy and the sum's (accuracy in %; the RQA alone is in the main table of {doc}`reranking`), then the best w chosen on each domain alone (Australia/CDC/UK/WHO) and on each seed alone (seeds 0/1/2):
 
 # %% tags=["hide-input"]
 stability = beyond.weight_stability(curve)
@@ -242,16 +242,11 @@ w_cols = [c for c in stability.columns if c.startswith("w*") and "seed" not in c
 s_cols = [c for c in stability.columns if c.startswith("w*seed")]
 stability.set_index(["rqa", "reranker"]).rename_axis(["RQA", "reranker"]).assign(
     **{
-        "best w per domain": lambda f: f[w_cols].apply(lambda r: " / ".join(f"{w:.2f}" for w in r), axis=1),
-        "per seed": lambda f: f[s_cols].apply(lambda r: " / ".join(f"{w:.2f}" for w in r), axis=1),
+        "best w per domain": lambda f: f[w_cols].apply(lambda r: "/".join(f"{w:.2f}" for w in r), axis=1),
+        "per seed": lambda f: f[s_cols].apply(lambda r: "/".join(f"{w:.2f}" for w in r), axis=1),
     }
-)[["best_w", "best_accuracy", "accuracy_at_half", "accuracy_at_0", "best w per domain", "per seed"]].rename(
-    columns={
-        "best_w": "best w",
-        "best_accuracy": "acc. at best w",
-        "accuracy_at_half": "acc. of the sum",
-        "accuracy_at_0": "RQA alone",
-    }
+)[["best_w", "best_accuracy", "accuracy_at_half", "best w per domain", "per seed"]].rename(
+    columns={"best_w": "best w", "best_accuracy": "acc. at best w", "accuracy_at_half": "acc. of the sum"}
 )
 
 # %% tags=["hide-input"]
@@ -279,8 +274,8 @@ chosen = cross[cross["w_rule"] == "tuned"].groupby(["rqa", "reranker", "domain"]
 chosen = chosen.unstack("domain")
 print(tuned_cmp["signature"].iloc[0])
 print("w chosen for each held-out domain, in the order " + " / ".join(chosen.columns))
-table = comparison_table(tuned_cmp, keys=["rqa", "reranker"], names=["RQA", "reranker"]).join(
-    chosen.apply(lambda r: " / ".join(f"{w:.2f}" for w in r), axis=1)
+table = comparison_table(tuned_cmp, keys=["rqa", "reranker"], names=["RQA", "reranker"], wtl=False).join(
+    chosen.apply(lambda r: "/".join(f"{w:.2f}" for w in r), axis=1)
     .rename("w chosen")
     .rename_axis(["RQA", "reranker"])
 )

@@ -26,7 +26,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_grouped_bars
-from fqa_analysis.core.report import comparison_table, mean_sd_table, paper_shape_table
+from fqa_analysis.core.report import breakable, comparison_table, mean_sd_table, paper_shape_table
 from fqa_analysis.core.reranking import compare_to_baseline, reranker_quality, score_outcomes, seed_table
 from fqa_analysis.core.results import load_candidates, load_frozen5_candidates, load_stage, results_dir
 
@@ -147,7 +147,9 @@ paper_shape_table(table, RESCORED, PAPER_COLUMNS, paper=PAPER_ROW)
 # %% tags=["hide-input"]
 shown = table[~table["test_set"].str.startswith("Quebec")]
 order = [(r, k) for r in SYSTEMS for k in (RERANKERS if r in RESCORED else ["none"])]
-mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"])
+mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"]).rename(
+    index=breakable, level="reranker"
+)
 
 # %% [markdown]
 # The same overall micro accuracy as a figure:

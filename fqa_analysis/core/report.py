@@ -11,6 +11,7 @@ import pandas as pd
 __all__ = [
     "COMPARISON_COLUMNS",
     "NBSP",
+    "breakable",
     "canonical_order",
     "ci_table",
     "comparison_table",
@@ -24,6 +25,16 @@ __all__ = [
 
 #: No-break space: a table cell such as ``46.4 ± 0.6`` or ``[+0.1, +0.9]`` never wraps in the book.
 NBSP = "\u00a0"
+
+
+def breakable(label: str) -> str:
+    """A label that may wrap after its underscores (a zero-width space follows each), for row labels.
+
+    Example:
+        >>> breakable("feedback_ce_annotator").split("\u200b")
+        ['feedback_', 'ce_', 'annotator']
+    """
+    return label.replace("_", "_\u200b")
 
 
 def plus_minus(mean: float, sd: float, digits: int = 1) -> str:
@@ -210,8 +221,10 @@ def comparison_table(
     digits: int = 2,
     mean_header: str = "accuracy (%)",
     delta_header: str = "Δ (points)",
+    raw_p: bool = False,
+    wtl: bool = True,
 ) -> pd.DataFrame:
-    """A paired comparison for reading: the mean, Δ, its CI as one cell, p, Holm's p, W / T / L.
+    """A paired comparison for reading: the mean, Δ, its CI as one cell, Holm's p, W / T / L.
 
     Args:
         comparison: rows of :meth:`~fqa_analysis.core.stats.Comparison.to_frame` with their key
@@ -224,14 +237,18 @@ def comparison_table(
             CI over about 2,000 questions supports); p-values get 3 significant digits.
         mean_header: header of the mean column.
         delta_header: header of the difference column.
+        raw_p: also show the uncorrected p-value (the book reports Holm's, the family's).
+        wtl: show wins / ties / losses when the comparison has them.
 
     Example:
         >>> row = {"rqa": "bm25", "system": "kl", "mean": 0.43321, "delta": 0.0049,
         ...        "delta_ci_low": -0.001, "delta_ci_high": 0.011, "p_value": 0.123456, "p_holm": 0.5,
         ...        "wins": 3, "ties": 9, "losses": 1}
-        >>> shown = comparison_table(pd.DataFrame([row]))
+        >>> shown = comparison_table(pd.DataFrame([row]), raw_p=True)
         >>> shown.index.tolist(), shown.iloc[0].str.replace(NBSP, " ").tolist()
         ([('bm25', 'kl')], ['43.32', '+0.49', '[-0.10, +1.10]', '0.123', '0.5', '3 / 9 / 1'])
+        >>> comparison_table(pd.DataFrame([row]), wtl=False).columns.tolist()
+        ['accuracy (%)', 'Δ (points)', '95% CI of Δ', 'p (Holm)']
     """
     rows = {
         mean_header: [f"{scale * m:.{digits}f}" for m in comparison["mean"]],
@@ -243,7 +260,9 @@ def comparison_table(
         "p": [f"{p:.3g}" for p in comparison["p_value"]],
         "p (Holm)": [f"{p:.3g}" for p in comparison["p_holm"]],
     }
-    if {"wins", "ties", "losses"} <= set(comparison.columns):
+    if not raw_p:
+        del rows["p"]
+    if wtl and {"wins", "ties", "losses"} <= set(comparison.columns):
         rows["W / T / L"] = [
             f"{w}{NBSP}/{NBSP}{t}{NBSP}/{NBSP}{lo}"
             for w, t, lo in zip(comparison["wins"], comparison["ties"], comparison["losses"], strict=True)

@@ -25,6 +25,7 @@ __all__ = [
     "load_stage",
     "load_table",
     "results_dir",
+    "stage_cost",
 ]
 
 #: The frozen-lower-layer rerankers' candidate rows (``tools/extract_frozen5_snapshot.py``).
@@ -113,3 +114,22 @@ def results_dir() -> Path:
     raise DataError(
         DataProblem(here, "(results folder)", "no results/ folder above the working directory", FIX)
     )
+
+
+def stage_cost(stage: dict[str, Any]) -> tuple[float, float]:
+    """What computing a stage cost: minutes of compute and its peak memory in GiB.
+
+    Each step's ``compute_s`` (carried over from the run that computed a cached step; ``wall_s``
+    where a manifest predates it) is summed; the peak is the largest ``compute_peak_rss_mb``
+    (else ``peak_rss_mb``) of any step.
+
+    Example:
+        >>> stage_cost({"timings": {"a": {"wall_s": 1.0, "compute_s": 90.0, "peak_rss_mb": 100.0,
+        ...                                "compute_peak_rss_mb": 2048.0},
+        ...                          "b": {"wall_s": 30.0, "peak_rss_mb": 512.0}}})
+        (2.0, 2.0)
+    """
+    timings = stage["timings"].values()
+    minutes = sum(float(t.get("compute_s", t["wall_s"])) for t in timings) / 60
+    peak_mb = max(float(t.get("compute_peak_rss_mb", t.get("peak_rss_mb", 0.0))) for t in timings)
+    return round(minutes, 2), round(peak_mb / 1024, 2)
