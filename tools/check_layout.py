@@ -1,8 +1,8 @@
-"""Check the built book's pages at 1280 px in headless Chromium: no table scrolls, no number wraps.
+"""Check the built book's pages at 1280 px in headless Chromium: nothing scrolls, no number wraps.
 
 For each page, a copy of its HTML with a measuring script is loaded with ``chromium --dump-dom``;
 the script reports every table whose box is wider than the space it is given (it would scroll
-horizontally) and every table cell holding a number whose text breaks over more than one line.
+horizontally), every printed output that would scroll, and every table cell holding a number whose text breaks over more than one line.
 Cells of prose (examples, questions) may wrap and are counted, not reported.
 
 Usage: python tools/check_layout.py _build/html/book/*.html   (exit 1 when a page fails)
@@ -21,7 +21,10 @@ from pathlib import Path
 SCRIPT = r"""
 <script>
 window.addEventListener('load', () => {
-  const out = {overflow: [], wrapped: [], prose_wrapped: 0, tables: 0};
+  const out = {overflow: [], wrapped: [], prose_wrapped: 0, tables: 0, pre: []};
+  document.querySelectorAll('.cell_output pre').forEach(p => {
+    if (p.scrollWidth > p.clientWidth + 1) out.pre.push({need: p.scrollWidth, have: p.clientWidth, head: p.innerText.slice(0, 60)});
+  });
   document.querySelectorAll('table').forEach((t, i) => {
     out.tables += 1;
     let el = t.parentElement;
@@ -78,14 +81,17 @@ def main(pages: list[str]) -> int:
     failed = False
     for name in pages:
         report = check(Path(name))
-        bad = report["overflow"] or report["wrapped"]
+        bad = report["overflow"] or report["wrapped"] or report["pre"]
         failed |= bool(bad)
         print(f"{'FAIL' if bad else 'ok  '} {Path(name).stem}: {report['tables']} tables, "
               f"{len(report['overflow'])} scroll, {len(report['wrapped'])} numbers wrapped, "
+              f"{len(report['pre'])} text outputs scroll, "
               f"{report['prose_wrapped']} prose cells wrapped")
         for item in report["overflow"]:
             print(f"       scrolls: table {item['table']} needs {item['need']} px of {item['have']}: "
                   f"{item['head']!r}")
+        for item in report["pre"]:
+            print(f"       output scrolls: needs {item['need']} px of {item['have']}: {item['head']!r}")
         for item in report["wrapped"]:
             print(f"       wraps: table {item['table']}: {item['cell']!r}")
     return 1 if failed else 0
