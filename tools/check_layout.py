@@ -63,11 +63,20 @@ def check(page: Path) -> dict[str, object]:
         with tempfile.TemporaryDirectory() as profile:
             dom = subprocess.run(
                 [
-                    "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                    f"--user-data-dir={profile}", "--window-size=1280,1000",
-                    "--dump-dom", probe.resolve().as_uri(),
+                    "chromium",
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    f"--user-data-dir={profile}",
+                    "--window-size=1280,1000",
+                    "--dump-dom",
+                    probe.resolve().as_uri(),
                 ],
-                capture_output=True, text=True, check=True, timeout=120,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=120,
             ).stdout
     finally:
         probe.unlink(missing_ok=True)
@@ -83,13 +92,17 @@ def main(pages: list[str]) -> int:
         report = check(Path(name))
         bad = report["overflow"] or report["wrapped"] or report["pre"]
         failed |= bool(bad)
-        print(f"{'FAIL' if bad else 'ok  '} {Path(name).stem}: {report['tables']} tables, "
-              f"{len(report['overflow'])} scroll, {len(report['wrapped'])} numbers wrapped, "
-              f"{len(report['pre'])} text outputs scroll, "
-              f"{report['prose_wrapped']} prose cells wrapped")
+        print(
+            f"{'FAIL' if bad else 'ok  '} {Path(name).stem}: {report['tables']} tables, "
+            f"{len(report['overflow'])} scroll, {len(report['wrapped'])} numbers wrapped, "
+            f"{len(report['pre'])} text outputs scroll, "
+            f"{report['prose_wrapped']} prose cells wrapped"
+        )
         for item in report["overflow"]:
-            print(f"       scrolls: table {item['table']} needs {item['need']} px of {item['have']}: "
-                  f"{item['head']!r}")
+            print(
+                f"       scrolls: table {item['table']} needs {item['need']} px of {item['have']}: "
+                f"{item['head']!r}"
+            )
         for item in report["pre"]:
             print(f"       output scrolls: needs {item['need']} px of {item['have']}: {item['head']!r}")
         for item in report["wrapped"]:

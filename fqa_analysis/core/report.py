@@ -57,6 +57,7 @@ def interval(low: float, high: float, digits: int = 2, signed: bool = True) -> s
     fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
     return f"[{fmt.format(low)},{NBSP}{fmt.format(high)}]"
 
+
 _DOMAIN_ORDER = ("Australia", "CDC", "UK", "WHO", "overall (micro)", "overall (macro)", "Quebec")
 
 
