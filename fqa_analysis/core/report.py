@@ -298,18 +298,21 @@ def paper_shape_table(
         >>> t.map(lambda c: c.replace(NBSP, " ")).values.tolist()
         [['60.0', '62.5 ± 1.2'], ['64.75', '']]
     """
-    rows = seed_table[seed_table["test_set"] == test_set].set_index(["rqa", "reranker"])
+    rows: dict[Any, dict[Any, Any]] = (
+        seed_table[seed_table["test_set"] == test_set].set_index(["rqa", "reranker"]).to_dict("index")
+    )
     cells: dict[str, list[str]] = {header: [] for header in columns.values()}
     for system in systems:
         for reranker, header in columns.items():
-            if (system, reranker) not in rows.index:
+            if (system, reranker) not in rows:
                 cells[header].append("")
                 continue
-            r = rows.loc[(system, reranker)]
+            r = rows[(system, reranker)]
+            mean, sd, seeds = r["mean"], r["sd"], r["seeds"]
             cells[header].append(
-                plus_minus(100 * r["mean"], 100 * r["sd"], digits)
-                if r["seeds"] > 1
-                else f"{100 * r['mean']:.{digits}f}"
+                plus_minus(100 * float(mean), 100 * float(sd), digits)
+                if int(seeds) > 1
+                else f"{100 * float(mean):.{digits}f}"
             )
     index = list(systems)
     if paper is not None:
