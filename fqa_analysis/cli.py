@@ -2,7 +2,7 @@
 
     fqa data fetch [--data-dir DIR] [--from MIRROR]   fill the data folder, verified
     fqa data check [--data-dir DIR]                   validate and count everything
-    fqa run [all|rqa|rerank|explain|beyond] [--subset N]   run the pipeline (cached, resumable)
+    fqa run [all|rqa|rerank|explain|beyond|explain_rate] [--subset N]   run the pipeline (cached, resumable)
 
 Exit codes: 0 success, 1 bad data (a message per problem, no traceback), 2 usage.
 """
@@ -20,6 +20,7 @@ from fqa_analysis import data
 from fqa_analysis.data.check import check_data
 from fqa_analysis.data.fetch import fetch
 from fqa_analysis.errors import DataError
+from fqa_analysis.models.explain_rate import ExplainRateConfig
 from fqa_analysis.models.explainer import DecodeConfig, GeneratorConfig
 from fqa_analysis.models.reranker import DEVICES, RerankConfig, resolve_device
 from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
@@ -55,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         default="all",
         choices=list(STAGES),
-        help="stage (default: all, in order rqa, rerank, explain, beyond)",
+        help="stage (default: all, in order rqa, rerank, explain, beyond, explain_rate)",
     )
     run_p.add_argument("--data-dir", type=Path, help=dir_help)
     run_p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: results)")
@@ -132,6 +133,11 @@ def _parser() -> argparse.ArgumentParser:
         f"to the pair keep one; 0 = greedy decoding (default: {DecodeConfig.candidates})",
     )
     run_p.add_argument(
+        "--explain-rate-epochs",
+        type=_int_in(1),
+        help=f"explain-then-rate reranker epochs (default: {ExplainRateConfig.epochs})",
+    )
+    run_p.add_argument(
         "--fractions",
         type=_fractions,
         help="beyond stage: shares in (0, 1] of the training feedback for the learning curve "
@@ -171,6 +177,7 @@ STAGES: dict[str, set[str]] = {
     "explain": {"subset", "explain_epochs", "explain_candidates", "max_steps"},
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
     "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth"},
+    "explain_rate": {"subset", "seeds", "rescore", "device", "max_steps", "explain_rate_epochs"},
 }
 STAGES["all"] = set().union(*STAGES.values())
 MINILM_LAYERS = 6
@@ -362,6 +369,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
             depth=args.depth or BeyondRunConfig.depth,
         )
         _report(run_beyond(data_dir, args.out, beyond, args.cache_dir))
+    if args.stage in ("all", "explain_rate"):
+        from fqa_analysis.stages.explain_rate import ExplainRateRunConfig, run_explain_rate
+
+        explain_rate = ExplainRateRunConfig(
+            model=ExplainRateConfig(
+                epochs=args.explain_rate_epochs or ExplainRateConfig.epochs,
+                max_steps=args.max_steps,
+                device=device,
+            ),
+            seeds=seeds,
+            rqa=args.rescore or ExplainRateRunConfig.rqa,
+            subset=args.subset,
+        )
+        _report(run_explain_rate(data_dir, args.out, explain_rate, args.cache_dir))
     return 0
 
 

@@ -56,7 +56,7 @@ def test_a_bad_value_is_one_line_and_exit_2(
             "--fractions is read by stage beyond only; it has no effect on `fqa run rqa`",
         ),
         (["rerank", "--explain-epochs", "3"], "--explain-epochs is read by stage explain only"),
-        (["explain", "--seeds", "0"], "--seeds is read by stage rerank / beyond only"),
+        (["explain", "--seeds", "0"], "--seeds is read by stage rerank / beyond / explain_rate only"),
         (["rerank", "--experiment-seeds", "1"], "--experiment-seeds is read by stage beyond only"),
         (
             ["rqa", "--systems", "bm25,minilm", "--epochs", "2"],

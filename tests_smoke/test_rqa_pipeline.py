@@ -1,4 +1,4 @@
-"""CI smoke test: `fqa run rqa|rerank|explain|beyond --subset`, end to end on the real data.
+"""CI smoke test: `fqa run rqa|rerank|explain|beyond|explain_rate --subset`, end to end on the real data.
 
 Runs by `make smoke` (part of `make test`); needs the data (`make data`) and the model packages.
 """
@@ -69,6 +69,17 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, flo
     assert main([*explain, "--out", str(out), "--cache-dir", str(cache)]) == 0
     beyond = ["beyond" if a == "rerank" else a for a in rerank]
     assert main(beyond) == 0
+    explain_rate = [
+        "run",
+        "explain_rate",
+        "--subset",
+        str(SUBSET),
+        "--seeds",
+        "0",
+        "--explain-rate-epochs",
+        "1",
+    ]
+    assert main([*explain_rate, "--max-steps", "2", "--out", str(out), "--cache-dir", str(cache)]) == 0
     return out, cache, rerun_s
 
 
@@ -158,6 +169,33 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     assert levers["lever"].iloc[0] == "greedy" and len(levers) == 7 and levers["chosen"].sum() == 1
     assert levers["consistent"].between(0, 1).all() and levers["distinct"].between(0, 1).all()
     assert {"consistent", "select_loss"} <= set(stage["generator_history"]["epochs"][0])
+
+
+def test_explain_then_rate_scores_both_systems_and_explains_what_it_rates(
+    smoke_run: tuple[Path, Path, float],
+) -> None:
+    out, cache, _ = smoke_run
+    rows = pd.read_parquet(out / "explain_rate_candidates.parquet")
+    path = out / "explain_rate_candidates.parquet"
+    assert validate_candidates(rows, path) == 5
+    assert set(rows["reranker"]) == {"feedback_explain_rate"} and set(rows["seed"]) == {0}
+    assert sorted(rows["rqa"].unique()) == ["hybrid", "minilm_ft"]
+    assert len(rows) == 2 * RERANKED_SETS * SUBSET * 5
+    probs = rows[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].sum(axis=1)
+    assert ((probs - 1).abs() < 2e-5).all()
+    # a pair both systems proposed has one P_phi: it was generated and rated once
+    shared = rows.groupby(["domain", "split", "question_id", "passage_id"])["p_excellent"].nunique()
+    assert (shared == 1).all()
+    predictions = pd.read_parquet(out / "explain_rate_predictions.parquet")
+    assert len(predictions) == RERANKED_SETS * SUBSET
+    assert predictions["explanation"].str.len().gt(0).all()
+    assert set(predictions["explanation_rating"]) <= {"Bad", "Could be Improved", "Acceptable", "Excellent"}
+    entry = json.loads((out / "manifest.json").read_text())["stages"]["explain_rate"]
+    assert entry["histories"]["seed0"]["steps"] == 2
+    assert {"seed0/train", "seed0/score"} <= set(entry["timings"])
+    # resumable: every scored pair sits in the model's cached chunks
+    chunks = list((cache / "explain_rate").rglob("scores_*.parquet"))
+    assert sum(len(pd.read_parquet(c)) for c in chunks) == entry["scored_pairs"]
 
 
 def test_beyond_stage_reuses_the_rerank_models_and_covers_the_top_20(

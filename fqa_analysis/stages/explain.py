@@ -55,7 +55,7 @@ from fqa_analysis.models.retrieval import DenseConfig, DenseSystem
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 
-__all__ = ["ExplainRunConfig", "run_explain", "training_seconds"]
+__all__ = ["Embedder", "ExplainRunConfig", "rating_classifier", "run_explain", "training_seconds"]
 
 EMBED_MAX_LEN = 64  # explanations are one or two sentences
 
@@ -79,21 +79,28 @@ class ExplainRunConfig:
     holdout: float = 0.2
 
 
-class _Embedder:
+class Embedder:
     """MiniLM embeddings of explanation texts and the cosine helpers built on them."""
 
     def __init__(self) -> None:
         self.encoder = DenseSystem(DenseConfig())
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length embeddings of explanation texts (64 tokens; cached by content)."""
         return self.encoder.encode(list(texts), EMBED_MAX_LEN, "explanations")
 
     def max_cosine(self, candidate: str, references: Sequence[str]) -> float:
+        """The best cosine of ``candidate`` to any reference."""
         vecs = self.vectors([candidate, *references])
         return float(np.max(vecs[1:] @ vecs[0]))
 
 
-def _rating_classifier(embedder: _Embedder, fit: Sequence[ExplanationExample]) -> Any:
+def rating_classifier(embedder: Embedder, fit: Sequence[ExplanationExample]) -> Any:
+    """The consistency classifier: logistic regression from an explanation's embedding to its rating.
+
+    Trained on human training explanations only; it labels any explanation with one of the four
+    ratings (class index into ``LABELS``).
+    """
     from sklearn.linear_model import LogisticRegression
 
     x = embedder.vectors([e.explanation for e in fit])
@@ -129,7 +136,7 @@ def _item_metrics(
     texts: Sequence[str],
     ratings: Sequence[str],
     items: Sequence[data.FeedbackItem],
-    embedder: _Embedder,
+    embedder: Embedder,
     classifier: Any,
 ) -> pd.DataFrame:
     """Per-item metrics of one explainer's texts (leave-one-out references) and consistency."""
@@ -148,7 +155,7 @@ def _item_metrics(
     return pd.DataFrame(rows)
 
 
-def _human_metrics(items: Sequence[data.FeedbackItem], embedder: _Embedder, classifier: Any) -> pd.DataFrame:
+def _human_metrics(items: Sequence[data.FeedbackItem], embedder: Embedder, classifier: Any) -> pd.DataFrame:
     """Every annotator's explanation against the other two (the human ceiling)."""
     texts = [e for it in items for e in it.explanations]
     labels = iter(classifier.predict(embedder.vectors(texts)))
@@ -220,7 +227,7 @@ REPETITION_PENALTY = 1.3
 
 
 def _classifier_accuracy(
-    classifier: Any, embedder: _Embedder, held: Sequence[ExplanationExample]
+    classifier: Any, embedder: Embedder, held: Sequence[ExplanationExample]
 ) -> dict[str, float]:
     """The consistency classifier's accuracy on held-out human explanations: overall and per rating."""
     predicted = classifier.predict(embedder.vectors([e.explanation for e in held]))
@@ -254,7 +261,7 @@ def _held_out_figures(
     texts: Sequence[str],
     rows: Sequence[tuple[str, str, str]],
     refs: Sequence[Sequence[str]],
-    embedder: _Embedder,
+    embedder: Embedder,
     classifier: Any,
 ) -> dict[str, float]:
     """Consistency (overall and per rating), similarity to the pair's human explanations, distinct share."""
@@ -276,7 +283,7 @@ def _levers(
     generator: GeneratorExplainer,
     chooser: CandidateChooser,
     select: Sequence[ExplanationExample],
-    embedder: _Embedder,
+    embedder: Embedder,
     classifier: Any,
     decode: DecodeConfig,
 ) -> pd.DataFrame:
@@ -331,7 +338,7 @@ def _levers(
 
 
 def _epoch_monitor(
-    select: Sequence[ExplanationExample], embedder: _Embedder, classifier: Any, config: ExplainRunConfig
+    select: Sequence[ExplanationExample], embedder: Embedder, classifier: Any, config: ExplainRunConfig
 ) -> Any:
     """Held-out figures of greedy decoding after each training epoch (the "longer training" lever)."""
     rows, refs = _held_out_rows(select)
@@ -384,10 +391,10 @@ def run_explain(
             "majority": [majority_label(it.ratings, tie="lower") for it in test_items],
         }
         top1, top1_rows = _top1_rows(out_dir, data_dir, config.subset)
-    embedder = _Embedder()
+    embedder = Embedder()
     with stage(timings, "rating_classifier"):
         # trained on human training explanations only, fixed before any generator is trained
-        classifier = _rating_classifier(embedder, fit)
+        classifier = rating_classifier(embedder, fit)
         classifier_acc = _classifier_accuracy(classifier, embedder, select)
         chooser = CandidateChooser(fit, embedder.encoder)
         chooser_acc = chooser.accuracy(select)

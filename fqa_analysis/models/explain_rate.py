@@ -1,0 +1,344 @@
+"""The explain-then-rate feedback reranker: write an explanation of a pair, then rate it.
+
+The paper's second reranker form. An encoder-decoder (two all-MiniLM-L6-v2 copies, as the
+explanation generator of :mod:`fqa_analysis.models.explainer`) reads (question, passage); its
+decoder writes an explanation ``[CLS] text [SEP]`` with no rating in sight, and a 4-way rating
+head reads the decoder's top-layer state at the closing ``[SEP]``, the state after the whole
+explanation. P_phi(y | Q, A) is the softmax of that head.
+
+Training (teacher forcing on every annotator's explanation of a pair, one encoder pass per pair):
+``loss = KL(annotators || P_phi) + explanation_weight * token cross-entropy``, weight 1 as in the
+authors' configs; the rating target is the pair's annotator distribution, as for the rate-only
+``feedback_kl`` reranker. At inference the explanation is generated greedily and the head reads
+the state after the generated text, so the rating depends on what the model wrote. The epoch with
+the lowest held-out KL *with generated explanations* is kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from fqa_analysis.cache import atomic_write_json, content_key
+from fqa_analysis.core.ratings import mean_kl, rating_distribution
+from fqa_analysis.data import FeedbackItem
+from fqa_analysis.models.explainer import _new_model, _set_special_tokens, _source
+from fqa_analysis.models.reranker import N_CLASSES, bf16_autocast
+from fqa_analysis.models.retrieval import minilm_path
+from fqa_analysis.profiling import peak_rss_mb
+
+__all__ = [
+    "ExplainRateConfig",
+    "ExplainRateModel",
+    "RatedExplanations",
+    "rated_explanations",
+    "train_explain_rate",
+]
+
+#: Version of the trained explain-then-rate models and their cached predictions.
+CACHE_VERSION = "explain-rate-1"
+
+
+@dataclass(frozen=True)
+class ExplainRateConfig:
+    """Settings of the explain-then-rate reranker (everything its cache key reads but ``device``)."""
+
+    source_max_len: int = 128
+    target_max_len: int = 32
+    epochs: int = 2
+    #: (question, passage) pairs per optimiser step, each with all of its annotators' explanations.
+    batch_pairs: int = 8
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    warmup: float = 0.1
+    #: Weight of the explanation tokens' cross-entropy beside the rating KL (1 in the authors' configs).
+    explanation_weight: float = 1.0
+    #: Length of a generated explanation at inference (greedy, no 3-gram repeated).
+    max_new_tokens: int = 24
+    threads: int = 2
+    bf16: bool = True
+    #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
+    max_steps: int | None = None
+    #: ``cpu`` or ``cuda``; a model trained on another device is another model (its own cache key).
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class RatedExplanations:
+    """A (question, passage) pair, its annotators' rating distribution and their explanations."""
+
+    question: str
+    passage_text: str
+    target: tuple[float, ...]
+    explanations: tuple[str, ...]
+
+
+def rated_explanations(items: Sequence[FeedbackItem]) -> list[RatedExplanations]:
+    """Training pairs of the explain-then-rate model from feedback items (empty explanations dropped).
+
+    Example:
+        >>> from fqa_analysis.data import Passage
+        >>> p = Passage("WHO", 0, "https://x", "t", (), "c")
+        >>> it = FeedbackItem("WHO", "valid", 0, "q?", p, ("Bad", "Excellent"), ("no.", " "))
+        >>> r = rated_explanations([it])[0]
+        >>> r.target, r.explanations
+        ((0.5, 0.0, 0.0, 0.5), ('no.',))
+    """
+    out = []
+    for it in items:
+        texts = tuple(e.strip() for e in it.explanations if e.strip())
+        if texts:
+            target = tuple(float(x) for x in rating_distribution(it.ratings))
+            out.append(RatedExplanations(it.question, it.passage.text, target, texts))
+    return out
+
+
+def _decoder_batch(tokenizer: Any, texts: Sequence[str], max_len: int) -> tuple[Any, Any, Any, Any]:
+    """Decoder inputs ``[CLS] text [SEP]``, their mask, next-token labels and the ``[SEP]`` positions.
+
+    The labels score every explanation token and the closing ``[SEP]`` (-100 elsewhere); the
+    rating head reads the state at the ``[SEP]`` input position.
+    """
+    import torch
+
+    seqs = []
+    for text in texts:
+        body = tokenizer(text, add_special_tokens=False, truncation=True, max_length=max_len)["input_ids"]
+        seqs.append([tokenizer.cls_token_id, *body, tokenizer.sep_token_id])
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), tokenizer.pad_token_id, dtype=torch.long)
+    labels = torch.full((len(seqs), width), -100, dtype=torch.long)
+    for i, seq in enumerate(seqs):
+        ids[i, : len(seq)] = torch.tensor(seq)
+        labels[i, : len(seq) - 1] = torch.tensor(seq[1:])  # position j predicts token j + 1
+    mask = (ids != tokenizer.pad_token_id).long()
+    last = torch.tensor([len(s) - 1 for s in seqs])
+    return ids, mask, labels, last
+
+
+class ExplainRateModel:
+    """The encoder-decoder and its rating head (see the module docstring)."""
+
+    def __init__(self, tokenizer: Any, model: Any, config: ExplainRateConfig) -> None:
+        import torch
+
+        self.tokenizer, self.model, self.config = tokenizer, model.to(config.device), config
+        hidden = model.config.decoder.hidden_size
+        self.dropout = torch.nn.Dropout(0.1)
+        self.head = torch.nn.Linear(hidden, N_CLASSES).to(config.device)
+        self.modules = torch.nn.ModuleList([self.model, self.head, self.dropout])
+
+    @classmethod
+    def new(cls, config: ExplainRateConfig, seed: int) -> ExplainRateModel:
+        """MiniLM2MiniLM with a fresh head (initialised from ``seed``)."""
+        import torch
+        from transformers import AutoTokenizer
+
+        torch.manual_seed(seed)
+        tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+        return cls(tokenizer, _new_model(tokenizer), config)
+
+    def _encode(self, pairs: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
+        src = _source(self.tokenizer, pairs, self.config.source_max_len).to(self.config.device)
+        with bf16_autocast(self.config.bf16, self.config.device):
+            hidden = self.model.encoder(
+                input_ids=src["input_ids"], attention_mask=src["attention_mask"]
+            ).last_hidden_state
+        return hidden, src["attention_mask"]
+
+    def _read(self, hidden: Any, source_mask: Any, texts: Sequence[str]) -> tuple[Any, Any, Any]:
+        """Decoder pass over ``[CLS] text [SEP]``: token logits, labels, rating logits."""
+        import torch
+
+        ids, mask, labels, last = _decoder_batch(self.tokenizer, texts, self.config.target_max_len)
+        device = self.config.device
+        with bf16_autocast(self.config.bf16, device):
+            out = self.model(
+                encoder_outputs=(hidden,),
+                attention_mask=source_mask,
+                decoder_input_ids=ids.to(device),
+                decoder_attention_mask=mask.to(device),
+                output_hidden_states=True,
+            )
+            states = out.decoder_hidden_states[-1][torch.arange(len(texts)), last.to(device)]
+            rating = self.head(self.dropout(states))
+        return out.logits, labels.to(device), rating
+
+    def loss(self, pairs: Sequence[RatedExplanations]) -> tuple[Any, float, float]:
+        """Combined loss of a batch, with its rating KL and token cross-entropy parts.
+
+        Every explanation of a pair is teacher-forced; each is rated against the pair's annotator
+        distribution (the KL parts are averaged over explanations; the constant entropy of the
+        target is left out, so the value is the cross-entropy to the target).
+        """
+        import torch
+
+        hidden, source_mask = self._encode([(p.question, p.passage_text) for p in pairs])
+        counts = torch.tensor([len(p.explanations) for p in pairs], device=self.config.device)
+        logits, labels, rating = self._read(
+            hidden.repeat_interleave(counts, dim=0),
+            source_mask.repeat_interleave(counts, dim=0),
+            [e for p in pairs for e in p.explanations],
+        )
+        targets = torch.tensor(
+            [p.target for p in pairs for _ in p.explanations], dtype=torch.float32, device=self.config.device
+        )
+        rating_loss = -(targets * torch.log_softmax(rating.float(), dim=-1)).sum(dim=-1).mean()
+        token_loss = torch.nn.functional.cross_entropy(
+            logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100
+        )
+        total = rating_loss + self.config.explanation_weight * token_loss
+        return total, float(rating_loss.detach()), float(token_loss.detach())
+
+    def predict(
+        self, pairs: Sequence[tuple[str, str]], batch_size: int = 64, progress: bool = False
+    ) -> tuple[np.ndarray, list[str]]:
+        """Generate an explanation of every pair (greedy), then rate it: ``(P_phi, explanations)``."""
+        import torch
+        from transformers.modeling_outputs import BaseModelOutput
+
+        self.modules.eval()
+        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        probs = np.zeros((len(pairs), N_CLASSES), dtype=np.float32)
+        texts = [""] * len(pairs)
+        batches = range(0, len(order), batch_size)
+        with torch.inference_mode():
+            for lo in tqdm(batches, desc="explain-then-rate", unit="batch", disable=not progress):
+                rows = order[lo : lo + batch_size]
+                hidden, source_mask = self._encode([pairs[i] for i in rows])
+                with bf16_autocast(self.config.bf16, self.config.device):
+                    generated = self.model.generate(
+                        encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
+                        attention_mask=source_mask,
+                        max_new_tokens=self.config.max_new_tokens,
+                        no_repeat_ngram_size=3,
+                        num_beams=1,
+                        do_sample=False,
+                    )
+                written = self.tokenizer.batch_decode(
+                    generated[:, 1:], skip_special_tokens=True, clean_up_tokenization_spaces=True
+                )
+                written = [t.strip() for t in written]
+                _, _, rating = self._read(hidden, source_mask, written)
+                probs[rows] = torch.softmax(rating.float(), dim=-1).cpu().numpy()
+                for j, i in enumerate(rows):
+                    texts[i] = written[j]
+        return probs, texts
+
+    def state(self) -> dict[str, Any]:
+        """A copy of every trained weight (encoder, decoder, head) on the CPU."""
+        return {k: v.detach().cpu().clone() for k, v in self.modules.state_dict().items()}
+
+    def load_state(self, weights: dict[str, Any]) -> None:
+        """Load weights saved by :meth:`state`."""
+        self.modules.load_state_dict(weights)
+
+
+def _model_key(config: ExplainRateConfig) -> dict[str, Any]:
+    """What a trained model's cache key reads: every setting, ``device`` only when not the CPU."""
+    fields = asdict(config)
+    if fields["device"] == "cpu":
+        del fields["device"]
+    return fields
+
+
+def train_explain_rate(
+    fit: Sequence[RatedExplanations],
+    select: Sequence[RatedExplanations],
+    config: ExplainRateConfig,
+    seed: int,
+    cache_root: Path,
+) -> tuple[ExplainRateModel, Path, dict[str, Any]]:
+    """Train one explain-then-rate reranker, or load it from the cache (keyed by content).
+
+    Returns:
+        ``(model with the best epoch's weights, its cache folder, history)``; the history holds
+        per-epoch losses, held-out KL with generated explanations and wall times, ``train_s``,
+        peak memory and ``from_cache``.
+    """
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    torch.set_num_threads(config.threads)
+    key = content_key(
+        CACHE_VERSION, _model_key(config), seed, [asdict(p) for p in fit], [asdict(p) for p in select]
+    )
+    folder = cache_root / "explain_rate" / key
+    model = ExplainRateModel.new(config, seed)
+    _set_special_tokens(model.model, model.tokenizer)
+    if (folder / "history.json").exists():
+        model.load_state(torch.load(folder / "weights.pt", weights_only=True))
+        return model, folder, {**json.loads((folder / "history.json").read_text()), "from_cache": True}
+    started = time.perf_counter()
+    params = list(model.modules.parameters())
+    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+    steps_per_epoch = (len(fit) + config.batch_pairs - 1) // config.batch_pairs
+    total = steps_per_epoch * config.epochs if config.max_steps is None else config.max_steps
+    scheduler = get_linear_schedule_with_warmup(  # type: ignore[no-untyped-call]
+        optimizer, int(config.warmup * total), total
+    )
+    rng = np.random.default_rng([seed, 37])
+    select_pairs = [(p.question, p.passage_text) for p in select]
+    select_targets = np.array([p.target for p in select])
+    epochs: list[dict[str, float]] = []
+    best: dict[str, Any] = {}
+    best_kl, step = float("inf"), 0
+    for epoch in range(config.epochs):
+        if step >= total:
+            break
+        model.modules.train()
+        t0, parts = time.perf_counter(), []
+        order = rng.permutation(len(fit))
+        for lo in tqdm(
+            range(0, len(order), config.batch_pairs), desc=f"explain-rate epoch {epoch + 1}", leave=False
+        ):
+            if step >= total:
+                break
+            loss, kl_part, ce_part = model.loss([fit[int(i)] for i in order[lo : lo + config.batch_pairs]])
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            scheduler.step()
+            parts.append((float(loss.detach()), kl_part, ce_part))
+            step += 1
+        train_s = time.perf_counter() - t0
+        probs, _ = model.predict(select_pairs)
+        kl = mean_kl(select_targets, probs)
+        mean = np.mean(parts, axis=0) if parts else np.zeros(3)
+        epochs.append(
+            {
+                "epoch": epoch + 1,
+                "loss": float(mean[0]),
+                "rating_loss": float(mean[1]),
+                "token_loss": float(mean[2]),
+                "select_kl": kl,
+                "wall_s": train_s,
+                "select_s": time.perf_counter() - t0 - train_s,
+            }
+        )
+        if kl < best_kl:
+            best_kl, best = kl, copy.deepcopy(model.state())
+    model.load_state(best)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(best, folder / "weights.tmp")
+    (folder / "weights.tmp").replace(folder / "weights.pt")
+    history = {
+        "epochs": epochs,
+        "best_select_kl": best_kl,
+        "steps": step,
+        "pairs": len(fit),
+        "explanations": sum(len(p.explanations) for p in fit),
+        "train_s": time.perf_counter() - started,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+    }
+    atomic_write_json(folder / "history.json", history)  # written last: marks the model done
+    return model, folder, {**history, "from_cache": False}

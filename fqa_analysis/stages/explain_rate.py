@@ -1,0 +1,202 @@
+"""Stage ``explain_rate`` of ``fqa run``: the explain-then-rate reranker, trained, scored, explained.
+
+Trains :class:`~fqa_analysis.models.explain_rate.ExplainRateModel` on the same feedback and
+held-out split as the rate-only ``feedback_kl`` reranker (one model per seed), and rescores the
+RQA systems' top 5 on the four feedback domains with the same sum, S = P_theta + P(Excellent).
+
+Outputs (in the results folder):
+
+* ``explain_rate_candidates.parquet``: candidate rows (the contract of ``candidates.parquet``)
+  of reranker ``feedback_explain_rate``, one per RQA system, seed and candidate;
+* ``explain_rate_predictions.parquet``: per seed and feedback_test item, P_phi, the explanation
+  the model wrote before rating it, and the rating the explain stage's consistency classifier
+  (trained on human explanations) reads in that explanation;
+* the manifest entry ``explain_rate``: config, per-seed training histories, time and memory.
+
+Every model's scores are cached beside its weights in chunks (resumable; a pair is generated and
+rated once per model, whichever RQA system proposed it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fqa_analysis import data
+from fqa_analysis.cache import atomic_write_parquet, content_key, default_cache_root
+from fqa_analysis.core.candidates import RATING_COLUMNS, validate_candidates
+from fqa_analysis.core.ratings import LABELS
+from fqa_analysis.core.results import load_candidates
+from fqa_analysis.models.explain_rate import (
+    CACHE_VERSION,
+    ExplainRateConfig,
+    ExplainRateModel,
+    rated_explanations,
+    train_explain_rate,
+)
+from fqa_analysis.models.explainer import explanation_examples
+from fqa_analysis.models.reranker import pair_id
+from fqa_analysis.models.reranker_data import feedback_item_sets
+from fqa_analysis.profiling import stage
+from fqa_analysis.stages.explain import Embedder, rating_classifier
+from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
+from fqa_analysis.stages.rerank import stored_probabilities
+
+__all__ = ["RERANKER", "ExplainRateRunConfig", "run_explain_rate"]
+
+#: The ``reranker`` value of this model's rows.
+RERANKER = "feedback_explain_rate"
+#: Pairs generated and rated per cached chunk of a model's scores.
+CHUNK = 512
+
+
+@dataclass(frozen=True)
+class ExplainRateRunConfig:
+    """What ``fqa run explain_rate`` computes.
+
+    Attributes:
+        model: Model and training settings.
+        seeds: Training seeds (the rate-only rerankers have three).
+        rqa: RQA systems whose top 5 the model rescores: the two best, which the chapters
+            compare; generating an explanation for every candidate is the stage's dearest step
+            (a pair two systems share is generated once).
+        subset: First N items of every feedback split and of every test set (CI smoke runs).
+        holdout: Held-out share of questions (``available`` protocol), as for the rerankers.
+    """
+
+    model: ExplainRateConfig = field(default_factory=ExplainRateConfig)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    rqa: tuple[str, ...] = ("hybrid", "minilm_ft")
+    subset: int | None = None
+    holdout: float = 0.2
+
+
+def _scores(model: ExplainRateModel, folder: Path, pairs: dict[str, tuple[str, str]]) -> pd.DataFrame:
+    """P_phi and the written explanation of every pair (by pair id), computed once per model.
+
+    Pairs the model has not scored are generated and rated in chunks of :data:`CHUNK`, each
+    written atomically under the model's cache folder (a killed run resumes at its chunk).
+    """
+    parts = sorted(folder.glob("scores_*.parquet"))
+    known = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True) if parts else None
+    done = set() if known is None else set(known["pair_id"])
+    missing = sorted(set(pairs) - done)
+    for lo in range(0, len(missing), CHUNK):
+        ids = missing[lo : lo + CHUNK]
+        probs, texts = model.predict([pairs[i] for i in ids], progress=True)
+        chunk = pd.DataFrame({"pair_id": ids, "explanation": texts})
+        chunk[RATING_COLUMNS] = probs
+        atomic_write_parquet(folder / f"scores_{content_key(ids)}.parquet", chunk)
+        known = chunk if known is None else pd.concat([known, chunk], ignore_index=True)
+    if known is None:  # nothing to score
+        return pd.DataFrame({"pair_id": [], "explanation": [], **{c: [] for c in RATING_COLUMNS}})
+    return known
+
+
+def run_explain_rate(
+    data_dir: Path, out_dir: Path, config: ExplainRateRunConfig | None = None, cache_root: Path | None = None
+) -> dict[str, Any]:
+    """Run the explain_rate stage on top of the rqa stage's candidates in ``out_dir``."""
+    config = config or ExplainRateRunConfig()
+    cache_root = cache_root or default_cache_root()
+    protocol = data.training_protocol(data_dir)
+    timings: dict[str, Any] = {}
+    from_cache: dict[str, bool] = {}
+    with stage(timings, "data"):
+        candidates = load_candidates(out_dir)
+        rqa_rows = candidates[
+            (candidates["reranker"] == "none")
+            & candidates["domain"].isin(data.FEEDBACK_DOMAINS)
+            & candidates["rqa"].isin(config.rqa)
+        ].reset_index(drop=True)
+        if rqa_rows.empty:
+            raise ValueError(
+                f"candidates.parquet has no rows of RQA system(s) {list(config.rqa)} in the feedback "
+                "domains; run `fqa run rqa` for them first"
+            )
+        pools = {
+            (d, s): data.load_qa_split(data_dir, d, s)
+            for d, s in rqa_rows[["domain", "split"]].drop_duplicates().values
+        }
+        cand_pairs = [
+            (q, pools[(d, s)].passages[int(pid)].text)
+            for q, d, s, pid in zip(
+                rqa_rows["question"],
+                rqa_rows["domain"],
+                rqa_rows["split"],
+                rqa_rows["passage_id"],
+                strict=True,
+            )
+        ]
+        fb = data.all_feedback(data_dir, config.subset)
+        fit_items, select_items = feedback_item_sets(protocol, fb["train"], fb["valid"], config.holdout)
+        fit, select = rated_explanations(fit_items), rated_explanations(select_items)
+        test_items = [it for f in fb["test"] for it in f.items]
+        test_pairs = [(it.question, it.passage.text) for it in test_items]
+        pairs = {pair_id(q, p): (q, p) for q, p in [*cand_pairs, *test_pairs]}
+    embedder = Embedder()
+    with stage(timings, "rating_classifier"):
+        classifier = rating_classifier(embedder, explanation_examples(fit_items))
+    candidate_rows, prediction_rows, histories = [], [], {}
+    for seed in config.seeds:
+        with stage(timings, f"seed{seed}/train"):
+            model, folder, history = train_explain_rate(fit, select, config.model, seed, cache_root)
+        from_cache[f"seed{seed}/train"] = bool(history["from_cache"])
+        histories[f"seed{seed}"] = {k: v for k, v in history.items() if k != "from_cache"}
+        with stage(timings, f"seed{seed}/score"):
+            before = len(list(folder.glob("scores_*.parquet")))
+            scored = _scores(model, folder, pairs).set_index("pair_id")
+        from_cache[f"seed{seed}/score"] = len(list(folder.glob("scores_*.parquet"))) == before
+        probs = scored[RATING_COLUMNS].to_numpy(np.float32)
+        position = {pid: i for i, pid in enumerate(scored.index)}
+        rows = rqa_rows.copy()
+        rows["reranker"], rows["seed"] = RERANKER, seed
+        rows[RATING_COLUMNS] = stored_probabilities(probs[[position[pair_id(q, p)] for q, p in cand_pairs]])
+        candidate_rows.append(rows)
+        test_at = [position[pair_id(q, p)] for q, p in test_pairs]
+        texts = scored["explanation"].to_numpy()[test_at].tolist()
+        with stage(timings, f"seed{seed}/explanation_ratings"):
+            read = classifier.predict(embedder.vectors(texts)) if texts else np.zeros(0, int)
+        test_probs = stored_probabilities(probs[test_at])
+        prediction_rows.append(
+            pd.DataFrame(
+                {
+                    "protocol": protocol,
+                    "reranker": RERANKER,
+                    "seed": seed,
+                    "domain": [it.domain for it in test_items],
+                    "item_id": [it.item_id for it in test_items],
+                    "passage_id": [it.passage.passage_id for it in test_items],
+                    **{c: test_probs[:, j] for j, c in enumerate(RATING_COLUMNS)},
+                    "explanation": texts,
+                    "explanation_rating": [LABELS[int(k)] for k in read],
+                }
+            )
+        )
+    table = pd.concat(candidate_rows, ignore_index=True)
+    path = out_dir / "explain_rate_candidates.parquet"
+    validate_candidates(table, path)
+    atomic_write_parquet(path, table)
+    atomic_write_parquet(
+        out_dir / "explain_rate_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
+    )
+    config_record = asdict(config)
+    add_compute_times(
+        out_dir / "manifest.json", "explain_rate", timings, from_cache, config_record, ("seeds",)
+    )
+    entry = {
+        "stage": "explain_rate",
+        "protocol": protocol,
+        "config": config_record,
+        "training_pairs": [len(fit), len(select)],
+        "training_explanations": sum(len(p.explanations) for p in fit),
+        "scored_pairs": len(pairs),
+        "histories": histories,
+        **provenance(timings, CACHE_VERSION),
+    }
+    update_manifest(out_dir / "manifest.json", "explain_rate", entry)
+    return entry
