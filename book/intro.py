@@ -167,10 +167,20 @@ answers = [
     f"similarity to the annotators' against the retrieval explainer: {ci(sim, 1.0, 3, '')}. "
     "See {doc}`explanations`.",
 ]
+explain_rate = load_table(RESULTS, "explain_rate_candidates.parquet")
+rate_only = candidates[(candidates["rqa"] == RQA) & (candidates["reranker"] == "feedback_kl")]
+both = score_outcomes(pd.concat([rate_only, explain_rate[explain_rate["rqa"] == RQA]], ignore_index=True))
+explain_vs_rate = (
+    compare_to_baseline(both, baseline="feedback_kl").set_index("system").loc["feedback_explain_rate"]
+)
+answers.append(
+    f"**Explain, then rate?** The paper's explain-then-rate reranker against the rate-only one on {RQA}'s "
+    f"accuracy: {ci(explain_vs_rate)}. See {{doc}}`explain_rate`."
+)
 manifest = load_manifest(RESULTS)
 costs = {
     name: stage_cost(load_stage(RESULTS, name))
-    for name in ("rqa", "rerank", "explain", "beyond")
+    for name in ("rqa", "rerank", "explain", "beyond", "explain_rate")
     if name in manifest["stages"]
 }
 total = sum(m for m, _ in costs.values())
@@ -239,6 +249,8 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 #   calibration and QA accuracy, on items where annotators agree and where they disagree.
 # - {doc}`explanations`: generated explanations of a rating against the annotators' own, with the
 #   human ceiling.
+# - {doc}`explain_rate`: the paper's explain-then-rate reranker against the rate-only one: QA accuracy,
+#   rating quality, and whether its explanations agree with its ratings.
 # - {doc}`beyond_scoring`: beyond the paper, part I: calibration of P_theta and P(Excellent) and what
 #   temperature scaling does to accuracy, the weight of the sum (w from 0 to 1, its stability across
 #   domains and seeds, tuned out of sample), and reranking the top k for k = 1..20 against recall@k.
@@ -262,4 +274,5 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # | learning curves, transfer (not in the paper) | - | fractions of the `available` training feedback (1,545 rated pairs); a domain left out of training and model selection, against a control with as many pairs removed at random; one seed per run (seed 0); fraction 1 is the rerank stage's `feedback_kl` | what this data allows; a fully trained run costs about four minutes, and three seeds of 11 runs would break the stage's 90-minute budget |
 # | reranker epoch selection | feedback_valid | lowest KL to the annotators of a held-out 20% of the training questions (protocol `available`) | feedback_valid is training data in `available` |
 # | explanation generator | a pretrained sequence-to-sequence model (BART) | an encoder-decoder warm-started from two all-MiniLM-L6-v2 copies (cross-attention and output layer untrained at start), six epochs; the rating is the decoder's forced first tokens; where greedy decoding does not read as its rating (a TF-IDF classifier of human explanations), four sampled candidates and a chooser | no English seq2seq weights on PyPI; the untrained cross-attention made a plain fine-tune ignore the rating |
+# | explain-then-rate reranker | BART-large: writes an explanation of the pair, then predicts the rating from it; loss = KL of the rating + explanation cross-entropy (weight 1) | MiniLM2MiniLM (two all-MiniLM-L6-v2 copies, cross-attention untrained at start) with a rating head on the decoder state after the explanation; the same loss and weight; two epochs; greedy explanations of at most 24 tokens; 3 seeds; rescores the hybrid and fine-tuned MiniLM only | no English seq2seq weights on PyPI; writing an explanation for every candidate is the stage's cost on 2 CPU cores (a 60-minute budget) |
 # | P_theta scale | the model's own softmax | softmax of scores / T, one T per system fitted on the QA valid sets by NLL | BM25 and cosine scores are not log-probabilities |

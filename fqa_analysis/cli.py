@@ -20,6 +20,7 @@ from fqa_analysis import data
 from fqa_analysis.data.check import check_data
 from fqa_analysis.data.fetch import fetch
 from fqa_analysis.errors import DataError
+from fqa_analysis.models.explain_rate import FORMS as EXPLAIN_RATE_FORMS
 from fqa_analysis.models.explain_rate import ExplainRateConfig
 from fqa_analysis.models.explainer import DecodeConfig, GeneratorConfig
 from fqa_analysis.models.reranker import DEVICES, RerankConfig, resolve_device
@@ -138,6 +139,14 @@ def _parser() -> argparse.ArgumentParser:
         help=f"explain-then-rate reranker epochs (default: {ExplainRateConfig.epochs})",
     )
     run_p.add_argument(
+        "--explain-rate-form",
+        choices=list(EXPLAIN_RATE_FORMS),
+        help="explain-then-rate reranker: ours (the rating head reads the model's own explanation while "
+        "training and sees the encoder's summary of the pair; results explain_rate_*) or paper (the head "
+        "reads the annotators' explanations, teacher-forced, and sees the decoder's state alone; results "
+        "explain_rate_paper_*) (default: ours; `fqa run` without a stage runs both)",
+    )
+    run_p.add_argument(
         "--fractions",
         type=_fractions,
         help="beyond stage: shares in (0, 1] of the training feedback for the learning curve "
@@ -177,7 +186,15 @@ STAGES: dict[str, set[str]] = {
     "explain": {"subset", "explain_epochs", "explain_candidates", "max_steps"},
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
     "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth"},
-    "explain_rate": {"subset", "seeds", "rescore", "device", "max_steps", "explain_rate_epochs"},
+    "explain_rate": {
+        "subset",
+        "seeds",
+        "rescore",
+        "device",
+        "max_steps",
+        "explain_rate_epochs",
+        "explain_rate_form",
+    },
 }
 STAGES["all"] = set().union(*STAGES.values())
 MINILM_LAYERS = 6
@@ -372,17 +389,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.stage in ("all", "explain_rate"):
         from fqa_analysis.stages.explain_rate import ExplainRateRunConfig, run_explain_rate
 
-        explain_rate = ExplainRateRunConfig(
-            model=ExplainRateConfig(
-                epochs=args.explain_rate_epochs or ExplainRateConfig.epochs,
-                max_steps=args.max_steps,
-                device=device,
-            ),
-            seeds=seeds,
-            rqa=args.rescore or ExplainRateRunConfig.rqa,
-            subset=args.subset,
+        # `fqa run` (all) runs both forms, which the chapter compares; the stage alone runs one
+        forms = (
+            [args.explain_rate_form or "ours"] if args.stage == "explain_rate" else list(EXPLAIN_RATE_FORMS)
         )
-        _report(run_explain_rate(data_dir, args.out, explain_rate, args.cache_dir))
+        for form in forms:
+            explain_rate = ExplainRateRunConfig(
+                model=ExplainRateConfig(
+                    epochs=args.explain_rate_epochs or ExplainRateConfig.epochs,
+                    max_steps=args.max_steps,
+                    device=device,
+                    head_reads=EXPLAIN_RATE_FORMS[form]["head_reads"],
+                    head_input=EXPLAIN_RATE_FORMS[form]["head_input"],
+                ),
+                seeds=seeds,
+                rqa=args.rescore or ExplainRateRunConfig.rqa,
+                subset=args.subset,
+            )
+            _report(run_explain_rate(data_dir, args.out, explain_rate, args.cache_dir))
     return 0
 
 

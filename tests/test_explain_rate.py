@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from fqa_analysis.models.explain_rate import (
     ExplainRateConfig,
+    ExplainRateModel,
     RatedExplanations,
     _decoder_batch,
+    _model_key,
     train_explain_rate,
 )
 
@@ -62,3 +65,74 @@ def test_tiny_model_learns_to_rate_what_it_explains(tmp_path: Path) -> None:
     again, _, cached = train_explain_rate([good, bad], [good, bad], config, seed=0, cache_root=tmp_path)
     assert cached["from_cache"]
     np.testing.assert_allclose(again.predict([(good.question, good.passage_text)])[0], probs[:1], atol=1e-6)
+
+
+def test_own_form_rates_what_it_wrote_and_learns_only_the_annotators_words() -> None:
+    """``head_reads="own"``: the rating part is the cross-entropy of what inference predicts.
+
+    Same weights, dropout off: the token part equals the paper form's (the model's own words are
+    read, never learned); the rating part equals -sum(target * log P_phi) of :meth:`predict`, which
+    generates the explanation and then rates it; the paper form rates the annotators' words instead.
+    """
+    import torch
+
+    from fqa_analysis.models.explainer import _set_special_tokens
+
+    pairs = [
+        RatedExplanations(
+            "Do masks work?", "Masks reduce spread.", (0.0, 0.0, 0.5, 0.5), ("Clear.", "Good.")
+        ),
+        RatedExplanations("Do masks work?", "Flights are cancelled.", (1.0, 0.0, 0.0, 0.0), ("Off topic.",)),
+    ]
+    losses = {}
+    for form in ("own", "human"):
+        config = ExplainRateConfig(bf16=False, max_new_tokens=6, head_reads=form, head_input="decoder")
+        model = ExplainRateModel.new(config, seed=0)
+        _set_special_tokens(model.model, model.tokenizer)
+        model.modules.eval()
+        with torch.no_grad():
+            losses[form] = model.loss(pairs)[1:]
+        if form == "own":
+            probs, _ = model.predict([(p.question, p.passage_text) for p in pairs])
+            expected = -np.mean(
+                [np.sum(np.array(p.target) * np.log(q)) for p, q in zip(pairs, probs, strict=True)]
+            )
+            assert losses[form][0] == pytest.approx(expected, rel=1e-4)
+    assert losses["own"][1] == pytest.approx(losses["human"][1], rel=1e-5)
+    assert losses["own"][0] != pytest.approx(losses["human"][0], rel=1e-3)
+
+
+def test_forms_are_checked_and_the_paper_form_keeps_its_cache_key() -> None:
+    with pytest.raises(ValueError, match="head_reads must be one of"):
+        ExplainRateConfig(head_reads="annotators")
+    with pytest.raises(ValueError, match="head_input must be one of"):
+        ExplainRateConfig(head_input="encoder")
+    # the paper's form was cached before the settings existed: its key leaves them out
+    paper = _model_key(ExplainRateConfig(head_reads="human", head_input="decoder"))
+    assert "head_reads" not in paper and "head_input" not in paper
+    ours = _model_key(ExplainRateConfig())
+    assert (ours["head_reads"], ours["head_input"]) == ("own", "decoder+encoder")
+
+
+def test_head_sees_the_encoder_summary_beside_the_decoder_state() -> None:
+    """``decoder+encoder``: the head's input is [decoder state at [SEP]; masked mean of the encoder]."""
+    import torch
+
+    from fqa_analysis.models.explainer import _set_special_tokens
+
+    config = ExplainRateConfig(bf16=False)
+    model = ExplainRateModel.new(config, seed=0)
+    _set_special_tokens(model.model, model.tokenizer)
+    model.modules.eval()
+    assert model.head.in_features == 2 * 384
+    seen = []
+    model.head.register_forward_hook(lambda _m, args, _out: seen.append(args[0]))
+    with torch.no_grad():
+        hidden, mask = model._encode(
+            [("Do masks work?", "Masks reduce spread."), ("Hi?", "A much longer passage.")]
+        )
+        model._read(hidden, mask, ["Clear.", "Off topic."])
+    n = int(mask[0].sum())
+    np.testing.assert_allclose(
+        seen[0][0, 384:].numpy(), hidden[0, :n].mean(dim=0).numpy(), rtol=1e-5, atol=1e-6
+    )

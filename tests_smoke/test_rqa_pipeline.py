@@ -80,6 +80,8 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, flo
         "1",
     ]
     assert main([*explain_rate, "--max-steps", "2", "--out", str(out), "--cache-dir", str(cache)]) == 0
+    paper_form = [*explain_rate, "--explain-rate-form", "paper", "--max-steps", "1"]
+    assert main([*paper_form, "--out", str(out), "--cache-dir", str(cache)]) == 0
     return out, cache, rerun_s
 
 
@@ -195,7 +197,23 @@ def test_explain_then_rate_scores_both_systems_and_explains_what_it_rates(
     assert {"seed0/train", "seed0/score"} <= set(entry["timings"])
     # resumable: every scored pair sits in the model's cached chunks
     chunks = list((cache / "explain_rate").rglob("scores_*.parquet"))
-    assert sum(len(pd.read_parquet(c)) for c in chunks) == entry["scored_pairs"]
+    assert sum(len(pd.read_parquet(c)) for c in chunks) == 2 * entry["scored_pairs"]  # two forms
+
+
+def test_the_papers_explain_then_rate_form_has_its_own_rows_and_entry(
+    smoke_run: tuple[Path, Path, float],
+) -> None:
+    out, _, _ = smoke_run
+    rows = pd.read_parquet(out / "explain_rate_paper_candidates.parquet")
+    assert set(rows["reranker"]) == {"feedback_explain_rate_paper"}
+    ours = pd.read_parquet(out / "explain_rate_candidates.parquet")
+    keys = ["rqa", "domain", "split", "question_id", "rqa_rank", "passage_id"]
+    assert rows[keys].equals(ours[keys])  # the same candidates, rescored by another model
+    assert not rows["p_excellent"].equals(ours["p_excellent"])
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages["explain_rate_paper"]["histories"]["seed0"]["steps"] == 1
+    assert stages["explain_rate_paper"]["config"]["model"]["head_reads"] == "human"
+    assert stages["explain_rate"]["config"]["model"]["head_input"] == "decoder+encoder"
 
 
 def test_beyond_stage_reuses_the_rerank_models_and_covers_the_top_20(

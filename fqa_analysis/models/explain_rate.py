@@ -6,12 +6,33 @@ decoder writes an explanation ``[CLS] text [SEP]`` with no rating in sight, and 
 head reads the decoder's top-layer state at the closing ``[SEP]``, the state after the whole
 explanation. P_phi(y | Q, A) is the softmax of that head.
 
-Training (teacher forcing on every annotator's explanation of a pair, one encoder pass per pair):
-``loss = KL(annotators || P_phi) + explanation_weight * token cross-entropy``, weight 1 as in the
-authors' configs; the rating target is the pair's annotator distribution, as for the rate-only
-``feedback_kl`` reranker. At inference the explanation is generated greedily and the head reads
-the state after the generated text, so the rating depends on what the model wrote. The epoch with
-the lowest held-out KL *with generated explanations* is kept.
+Training: ``loss = KL(annotators || P_phi) + explanation_weight * token cross-entropy``, weight 1
+as in the authors' configs; the rating target is the pair's annotator distribution, as for the
+rate-only ``feedback_kl`` reranker, and the explanation tokens are every annotator's explanation,
+teacher-forced (one encoder pass per pair). What the head reads while training is the setting
+``head_reads``:
+
+* ``"human"`` (the paper's form): the state after each annotator's explanation, teacher-forced.
+  Measured here, this form fails: human explanations name their rating ("this answer is
+  irrelevant"), so the head learns to read the rating off the words, while at inference it reads
+  the model's own explanation, which is nearly the same sentence for every pair (exposure bias);
+  its held-out KL was worse than predicting the label prior.
+* ``"own"`` (the default): the state after the model's *own* greedy explanation of the pair,
+  generated with the current weights at every step (no gradient through the generation), which
+  is what the head reads at inference. The rating must then come from the pair, not from the
+  annotators' words.
+
+What the head sees is the setting ``head_input``: ``"decoder"`` (the paper's form: the decoder's
+state after the explanation) or ``"decoder+encoder"`` (the default: that state beside the mean of
+the encoder's states of the pair). The paper's BART has pretrained cross-attention; ours starts
+untrained, and after two epochs the decoder's state carried nothing of the pair: with its own
+explanations and the decoder state alone, the head learned the label prior and no more. The
+encoder's summary gives the head the pair directly, while the rating still depends on the
+explanation the model wrote.
+
+At inference the explanation is generated greedily and the head reads the state after the
+generated text, so the rating depends on what the model wrote. The epoch with the lowest
+held-out KL *with generated explanations* is kept.
 """
 
 from __future__ import annotations
@@ -36,6 +57,9 @@ from fqa_analysis.models.retrieval import minilm_path
 from fqa_analysis.profiling import peak_rss_mb
 
 __all__ = [
+    "FORMS",
+    "HEAD_INPUTS",
+    "HEAD_READS",
     "ExplainRateConfig",
     "ExplainRateModel",
     "RatedExplanations",
@@ -45,6 +69,15 @@ __all__ = [
 
 #: Version of the trained explain-then-rate models and their cached predictions.
 CACHE_VERSION = "explain-rate-1"
+#: What the rating head can read while training (see the module docstring).
+HEAD_READS = ("own", "human")
+#: What the rating head can see (see the module docstring).
+HEAD_INPUTS = ("decoder+encoder", "decoder")
+#: The two forms the stage runs by name: ours (the default settings) and the paper's.
+FORMS = {
+    "ours": {"head_reads": "own", "head_input": "decoder+encoder"},
+    "paper": {"head_reads": "human", "head_input": "decoder"},
+}
 
 
 @dataclass(frozen=True)
@@ -69,6 +102,34 @@ class ExplainRateConfig:
     max_steps: int | None = None
     #: ``cpu`` or ``cuda``; a model trained on another device is another model (its own cache key).
     device: str = "cpu"
+    #: What the rating head reads while training: ``"own"`` (the model's greedy explanation) or
+    #: ``"human"`` (the annotators' explanations, teacher-forced: the paper's form).
+    head_reads: str = "own"
+    #: What the rating head sees: ``"decoder+encoder"`` (the decoder's state after the
+    #: explanation and the mean of the encoder's states of the pair) or ``"decoder"`` (the
+    #: decoder's state alone, the paper's form).
+    head_input: str = "decoder+encoder"
+
+    @property
+    def form(self) -> str:
+        """``ours``, ``paper`` (see :data:`FORMS`), or ``<head_reads>-<head_input>`` for another mix.
+
+        Example:
+            >>> ExplainRateConfig().form, ExplainRateConfig(head_reads="human", head_input="decoder").form
+            ('ours', 'paper')
+            >>> ExplainRateConfig(head_input="decoder").form
+            'own-decoder'
+        """
+        for name, settings in FORMS.items():
+            if settings == {"head_reads": self.head_reads, "head_input": self.head_input}:
+                return name
+        return f"{self.head_reads}-{self.head_input.replace('+', '-')}"
+
+    def __post_init__(self) -> None:
+        if self.head_reads not in HEAD_READS:
+            raise ValueError(f"head_reads must be one of {HEAD_READS}, not {self.head_reads!r}")
+        if self.head_input not in HEAD_INPUTS:
+            raise ValueError(f"head_input must be one of {HEAD_INPUTS}, not {self.head_input!r}")
 
 
 @dataclass(frozen=True)
@@ -132,6 +193,8 @@ class ExplainRateModel:
 
         self.tokenizer, self.model, self.config = tokenizer, model.to(config.device), config
         hidden = model.config.decoder.hidden_size
+        if config.head_input == "decoder+encoder":
+            hidden += model.config.encoder.hidden_size
         self.dropout = torch.nn.Dropout(0.1)
         self.head = torch.nn.Linear(hidden, N_CLASSES).to(config.device)
         self.modules = torch.nn.ModuleList([self.model, self.head, self.dropout])
@@ -169,41 +232,76 @@ class ExplainRateModel:
                 output_hidden_states=True,
             )
             states = out.decoder_hidden_states[-1][torch.arange(len(texts)), last.to(device)]
+            if self.config.head_input == "decoder+encoder":
+                # mean of the pair's encoder states (all-MiniLM-L6-v2 is trained for mean pooling)
+                weights = source_mask.unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+                states = torch.cat([states, pooled.to(states.dtype)], dim=-1)
             rating = self.head(self.dropout(states))
         return out.logits, labels.to(device), rating
 
     def loss(self, pairs: Sequence[RatedExplanations]) -> tuple[Any, float, float]:
         """Combined loss of a batch, with its rating KL and token cross-entropy parts.
 
-        Every explanation of a pair is teacher-forced; each is rated against the pair's annotator
-        distribution (the KL parts are averaged over explanations; the constant entropy of the
-        target is left out, so the value is the cross-entropy to the target).
+        Every annotator's explanation of a pair is teacher-forced for the token cross-entropy.
+        The rating is read after those explanations (``head_reads="human"``: each is rated
+        against the pair's annotator distribution, the parts averaged over explanations) or after
+        the model's own greedy explanation of the pair (``"own"``), in the same decoder pass.
+        The constant entropy of the target is left out of the KL, so the rating part is the
+        cross-entropy to the target.
         """
         import torch
 
         hidden, source_mask = self._encode([(p.question, p.passage_text) for p in pairs])
         counts = torch.tensor([len(p.explanations) for p in pairs], device=self.config.device)
+        human = [e for p in pairs for e in p.explanations]
+        own = self._generate(hidden.detach(), source_mask) if self.config.head_reads == "own" else []
         logits, labels, rating = self._read(
-            hidden.repeat_interleave(counts, dim=0),
-            source_mask.repeat_interleave(counts, dim=0),
-            [e for p in pairs for e in p.explanations],
+            torch.cat([hidden.repeat_interleave(counts, dim=0), hidden[: len(own)]]),
+            torch.cat([source_mask.repeat_interleave(counts, dim=0), source_mask[: len(own)]]),
+            [*human, *own],
         )
-        targets = torch.tensor(
-            [p.target for p in pairs for _ in p.explanations], dtype=torch.float32, device=self.config.device
-        )
-        rating_loss = -(targets * torch.log_softmax(rating.float(), dim=-1)).sum(dim=-1).mean()
+        if own:
+            labels[len(human) :] = -100  # the model's own words are read, never learned
+            rating = rating[len(human) :]
+            targets = [p.target for p in pairs]
+        else:
+            targets = [p.target for p in pairs for _ in p.explanations]
+        target = torch.tensor(targets, dtype=torch.float32, device=self.config.device)
+        rating_loss = -(target * torch.log_softmax(rating.float(), dim=-1)).sum(dim=-1).mean()
         token_loss = torch.nn.functional.cross_entropy(
             logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100
         )
         total = rating_loss + self.config.explanation_weight * token_loss
         return total, float(rating_loss.detach()), float(token_loss.detach())
 
+    def _generate(self, hidden: Any, source_mask: Any) -> list[str]:
+        """Greedy explanations of encoded pairs (no 3-gram repeated), in eval mode, without gradient."""
+        import torch
+        from transformers.modeling_outputs import BaseModelOutput
+
+        training = self.model.training
+        self.model.eval()
+        with torch.no_grad(), bf16_autocast(self.config.bf16, self.config.device):
+            generated = self.model.generate(
+                encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
+                attention_mask=source_mask,
+                max_new_tokens=self.config.max_new_tokens,
+                no_repeat_ngram_size=3,
+                num_beams=1,
+                do_sample=False,
+            )
+        self.model.train(training)
+        written = self.tokenizer.batch_decode(
+            generated[:, 1:], skip_special_tokens=True, clean_up_tokenization_spaces=True
+        )
+        return [t.strip() for t in written]
+
     def predict(
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 64, progress: bool = False
     ) -> tuple[np.ndarray, list[str]]:
         """Generate an explanation of every pair (greedy), then rate it: ``(P_phi, explanations)``."""
         import torch
-        from transformers.modeling_outputs import BaseModelOutput
 
         self.modules.eval()
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
@@ -214,19 +312,7 @@ class ExplainRateModel:
             for lo in tqdm(batches, desc="explain-then-rate", unit="batch", disable=not progress):
                 rows = order[lo : lo + batch_size]
                 hidden, source_mask = self._encode([pairs[i] for i in rows])
-                with bf16_autocast(self.config.bf16, self.config.device):
-                    generated = self.model.generate(
-                        encoder_outputs=BaseModelOutput(last_hidden_state=hidden),
-                        attention_mask=source_mask,
-                        max_new_tokens=self.config.max_new_tokens,
-                        no_repeat_ngram_size=3,
-                        num_beams=1,
-                        do_sample=False,
-                    )
-                written = self.tokenizer.batch_decode(
-                    generated[:, 1:], skip_special_tokens=True, clean_up_tokenization_spaces=True
-                )
-                written = [t.strip() for t in written]
+                written = self._generate(hidden, source_mask)
                 _, _, rating = self._read(hidden, source_mask, written)
                 probs[rows] = torch.softmax(rating.float(), dim=-1).cpu().numpy()
                 for j, i in enumerate(rows):
@@ -243,10 +329,17 @@ class ExplainRateModel:
 
 
 def _model_key(config: ExplainRateConfig) -> dict[str, Any]:
-    """What a trained model's cache key reads: every setting, ``device`` only when not the CPU."""
+    """What a trained model's cache key reads: every setting, ``device`` only when not the CPU.
+
+    ``head_reads`` and ``head_input`` only when not the paper's form (``"human"``, ``"decoder"``):
+    that form was the only one when the first models were cached, and they stay valid.
+    """
     fields = asdict(config)
     if fields["device"] == "cpu":
         del fields["device"]
+    for name, paper in (("head_reads", "human"), ("head_input", "decoder")):
+        if fields[name] == paper:
+            del fields[name]
     return fields
 
 

@@ -4,14 +4,19 @@ Trains :class:`~fqa_analysis.models.explain_rate.ExplainRateModel` on the same f
 held-out split as the rate-only ``feedback_kl`` reranker (one model per seed), and rescores the
 RQA systems' top 5 on the four feedback domains with the same sum, S = P_theta + P(Excellent).
 
-Outputs (in the results folder):
+Outputs (in the results folder), named by the model's form (``ExplainRateConfig.form``, see
+:mod:`fqa_analysis.models.explain_rate`): ``<name>`` is ``explain_rate`` for ours (the head reads
+the model's own explanation while training, and sees the encoder's summary of the pair beside
+the decoder's state; reranker ``feedback_explain_rate``) and ``explain_rate_paper`` for the
+paper's (the head reads the annotators' explanations, teacher-forced, and sees the decoder's
+state alone; reranker ``feedback_explain_rate_paper``):
 
-* ``explain_rate_candidates.parquet``: candidate rows (the contract of ``candidates.parquet``)
-  of reranker ``feedback_explain_rate``, one per RQA system, seed and candidate;
-* ``explain_rate_predictions.parquet``: per seed and feedback_test item, P_phi, the explanation
-  the model wrote before rating it, and the rating the explain stage's consistency classifier
+* ``<name>_candidates.parquet``: candidate rows (the contract of ``candidates.parquet``), one per
+  RQA system, seed and candidate;
+* ``<name>_predictions.parquet``: per seed and feedback_test item, P_phi, the explanation the
+  model wrote before rating it, and the rating the explain stage's consistency classifier
   (trained on human explanations) reads in that explanation;
-* the manifest entry ``explain_rate``: config, per-seed training histories, time and memory.
+* the manifest entry ``<name>``: config, per-seed training histories, time and memory.
 
 Every model's scores are cached beside its weights in chunks (resumable; a pair is generated and
 rated once per model, whichever RQA system proposed it).
@@ -46,9 +51,9 @@ from fqa_analysis.stages.explain import Embedder, rating_classifier
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 from fqa_analysis.stages.rerank import stored_probabilities
 
-__all__ = ["RERANKER", "ExplainRateRunConfig", "run_explain_rate"]
+__all__ = ["RERANKER", "ExplainRateRunConfig", "output_name", "reranker_name", "run_explain_rate"]
 
-#: The ``reranker`` value of this model's rows.
+#: The ``reranker`` value of our form's rows.
 RERANKER = "feedback_explain_rate"
 #: Pairs generated and rated per cached chunk of a model's scores.
 CHUNK = 512
@@ -73,6 +78,26 @@ class ExplainRateRunConfig:
     rqa: tuple[str, ...] = ("hybrid", "minilm_ft")
     subset: int | None = None
     holdout: float = 0.2
+
+
+def output_name(form: str) -> str:
+    """Prefix of a form's result files and its manifest entry.
+
+    Example:
+        >>> output_name("ours"), output_name("paper"), output_name("own-decoder")
+        ('explain_rate', 'explain_rate_paper', 'explain_rate_own-decoder')
+    """
+    return "explain_rate" if form == "ours" else f"explain_rate_{form}"
+
+
+def reranker_name(form: str) -> str:
+    """The ``reranker`` value of a form's rows.
+
+    Example:
+        >>> reranker_name("ours"), reranker_name("paper")
+        ('feedback_explain_rate', 'feedback_explain_rate_paper')
+    """
+    return RERANKER if form == "ours" else f"{RERANKER}_{form}"
 
 
 def _scores(model: ExplainRateModel, folder: Path, pairs: dict[str, tuple[str, str]]) -> pd.DataFrame:
@@ -102,6 +127,7 @@ def run_explain_rate(
 ) -> dict[str, Any]:
     """Run the explain_rate stage on top of the rqa stage's candidates in ``out_dir``."""
     config = config or ExplainRateRunConfig()
+    name, reranker = output_name(config.model.form), reranker_name(config.model.form)
     cache_root = cache_root or default_cache_root()
     protocol = data.training_protocol(data_dir)
     timings: dict[str, Any] = {}
@@ -154,7 +180,7 @@ def run_explain_rate(
         probs = scored[RATING_COLUMNS].to_numpy(np.float32)
         position = {pid: i for i, pid in enumerate(scored.index)}
         rows = rqa_rows.copy()
-        rows["reranker"], rows["seed"] = RERANKER, seed
+        rows["reranker"], rows["seed"] = reranker, seed
         rows[RATING_COLUMNS] = stored_probabilities(probs[[position[pair_id(q, p)] for q, p in cand_pairs]])
         candidate_rows.append(rows)
         test_at = [position[pair_id(q, p)] for q, p in test_pairs]
@@ -166,7 +192,7 @@ def run_explain_rate(
             pd.DataFrame(
                 {
                     "protocol": protocol,
-                    "reranker": RERANKER,
+                    "reranker": reranker,
                     "seed": seed,
                     "domain": [it.domain for it in test_items],
                     "item_id": [it.item_id for it in test_items],
@@ -178,18 +204,16 @@ def run_explain_rate(
             )
         )
     table = pd.concat(candidate_rows, ignore_index=True)
-    path = out_dir / "explain_rate_candidates.parquet"
+    path = out_dir / f"{name}_candidates.parquet"
     validate_candidates(table, path)
     atomic_write_parquet(path, table)
     atomic_write_parquet(
-        out_dir / "explain_rate_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
+        out_dir / f"{name}_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
     )
     config_record = asdict(config)
-    add_compute_times(
-        out_dir / "manifest.json", "explain_rate", timings, from_cache, config_record, ("seeds",)
-    )
+    add_compute_times(out_dir / "manifest.json", name, timings, from_cache, config_record, ("seeds",))
     entry = {
-        "stage": "explain_rate",
+        "stage": name,
         "protocol": protocol,
         "config": config_record,
         "training_pairs": [len(fit), len(select)],
@@ -198,5 +222,5 @@ def run_explain_rate(
         "histories": histories,
         **provenance(timings, CACHE_VERSION),
     }
-    update_manifest(out_dir / "manifest.json", "explain_rate", entry)
+    update_manifest(out_dir / "manifest.json", name, entry)
     return entry
