@@ -210,3 +210,22 @@ def test_load_stage_names_the_missing_stage_and_the_command(tmp_path: Path) -> N
     message = str(err.value)
     assert "manifest.json" in message and "'explain'" in message and "['rqa']" in message
     assert f"fqa run explain --out {tmp_path}" in message
+
+
+def test_candidate_texts_are_the_rqa_systems_own_candidates_passages(tiny_data: Path) -> None:
+    import pandas as pd
+
+    from fqa_analysis.stages.rerank import candidate_texts
+
+    split = load_qa_split(tiny_data, "WHO", "test")
+    scores = np.array([[0.0, 2.0, 1.0], [1.0, 0.0, 0.0]])
+    run = {"protocol": "available", "rqa": "x", "reranker": "none", "seed": 0}
+    own = _candidate_rows(split, scores, temperature=1.0, run=run, k=2)
+    reranked = own.assign(reranker="feedback_kl")
+    other = own.assign(rqa="y")
+    rows, texts = candidate_texts(tiny_data, pd.concat([own, reranked, other]), ["x"], ["WHO", "CDC"])
+    assert rows["passage_id"].tolist() == [1, 2, 0, 1] and set(rows["reranker"]) == {"none"}
+    assert ["Answer number 1 of WHO." in t for t in texts] == [True, False, False, True]
+    assert "Answer number 2 of WHO." in texts[1] and "Answer number 0 of WHO." in texts[2]
+    with pytest.raises(ValueError, match=r"no rows of RQA system\(s\) \['z'\].*run `fqa run rqa`"):
+        candidate_texts(tiny_data, own, ["z"], ["WHO"])

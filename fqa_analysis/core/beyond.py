@@ -41,6 +41,7 @@ __all__ = [
     "best_run",
     "calibration_table",
     "calibration_variants",
+    "compare_items",
     "compare_within",
     "cross_domain_weight",
     "depth_curve",
@@ -241,6 +242,31 @@ def _seed_mean(outcomes: pd.DataFrame, by: Sequence[str], column: str) -> pd.Dat
         return outcomes
     keys = list(dict.fromkeys([*by, *QUESTION_KEYS]))  # ``by`` may hold the domain
     return outcomes.groupby(keys, sort=False)[column].mean().reset_index()
+
+
+def compare_items(
+    items: pd.DataFrame, system: str, baseline: object, column: str, n_resamples: int = 10_000
+) -> pd.DataFrame:
+    """Every value of ``system`` against ``baseline`` over feedback_test items, one Holm family.
+
+    Items are keyed by ``domain, item_id`` (seed-averaged when a ``seed`` column is present);
+    resampling is stratified by domain. A thin view of :func:`compare_within` for per-item tables
+    (rating scores, explanation similarities), which have no ``split`` or ``question_id``.
+
+    Returns:
+        The :func:`compare_within` table, indexed by ``system``.
+
+    Example:
+        >>> per = pd.DataFrame({"m": ["a"] * 3 + ["b"] * 3, "domain": "D", "item_id": [0, 1, 2] * 2,
+        ...     "kl": [0.5, 0.5, 0.5, 0.2, 0.5, 0.2]})
+        >>> r = compare_items(per, "m", "a", "kl", n_resamples=200)
+        >>> round(float(r.loc["b", "delta"]), 3), int(r.loc["b", "losses"])
+        (-0.2, 2)
+    """
+    keyed = items.assign(split="test", question_id=items["item_id"], family="all")
+    return compare_within(keyed, ["family"], system, baseline, column, n_resamples=n_resamples).set_index(
+        system
+    )
 
 
 def compare_within(

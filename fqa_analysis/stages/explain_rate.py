@@ -49,7 +49,7 @@ from fqa_analysis.models.reranker_data import feedback_item_sets
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.explain import Embedder, rating_classifier
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
-from fqa_analysis.stages.rerank import stored_probabilities
+from fqa_analysis.stages.rerank import candidate_texts, stored_probabilities
 
 __all__ = ["RERANKER", "ExplainRateRunConfig", "output_name", "reranker_name", "run_explain_rate"]
 
@@ -134,30 +134,8 @@ def run_explain_rate(
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
         candidates = load_candidates(out_dir)
-        rqa_rows = candidates[
-            (candidates["reranker"] == "none")
-            & candidates["domain"].isin(data.FEEDBACK_DOMAINS)
-            & candidates["rqa"].isin(config.rqa)
-        ].reset_index(drop=True)
-        if rqa_rows.empty:
-            raise ValueError(
-                f"candidates.parquet has no rows of RQA system(s) {list(config.rqa)} in the feedback "
-                "domains; run `fqa run rqa` for them first"
-            )
-        pools = {
-            (d, s): data.load_qa_split(data_dir, d, s)
-            for d, s in rqa_rows[["domain", "split"]].drop_duplicates().values
-        }
-        cand_pairs = [
-            (q, pools[(d, s)].passages[int(pid)].text)
-            for q, d, s, pid in zip(
-                rqa_rows["question"],
-                rqa_rows["domain"],
-                rqa_rows["split"],
-                rqa_rows["passage_id"],
-                strict=True,
-            )
-        ]
+        rqa_rows, texts = candidate_texts(data_dir, candidates, config.rqa, data.FEEDBACK_DOMAINS)
+        cand_pairs = list(zip(rqa_rows["question"], texts, strict=True))
         fb = data.all_feedback(data_dir, config.subset)
         fit_items, select_items = feedback_item_sets(protocol, fb["train"], fb["valid"], config.holdout)
         fit, select = rated_explanations(fit_items), rated_explanations(select_items)

@@ -297,6 +297,35 @@ def replay_sample(pseudo: Sequence[RatedPair], n: int, seed: int = 0) -> list[Ra
     return [p for i, p in enumerate(pseudo) if i in kept]
 
 
+def candidate_texts(
+    data_dir: Path, candidates: pd.DataFrame, systems: Sequence[str], domains: Sequence[str]
+) -> tuple[pd.DataFrame, list[str]]:
+    """The RQA systems' own candidate rows (reranker ``none``) in ``domains``, and each one's passage text.
+
+    Raises:
+        ValueError: ``candidates`` has no such rows (the rqa stage has not run for those systems).
+    """
+    rows = candidates[
+        (candidates["reranker"] == "none")
+        & candidates["domain"].isin(domains)
+        & candidates["rqa"].isin(systems)
+    ].reset_index(drop=True)
+    if rows.empty:
+        raise ValueError(
+            f"candidates.parquet has no rows of RQA system(s) {list(systems)} in domains {list(domains)}; "
+            "run `fqa run rqa` for them first"
+        )
+    pools = {
+        (d, s): data.load_qa_split(data_dir, d, s)
+        for d, s in rows[["domain", "split"]].drop_duplicates().values
+    }
+    texts = [
+        pools[(d, s)].passages[int(pid)].text
+        for d, s, pid in zip(rows["domain"], rows["split"], rows["passage_id"], strict=True)
+    ]
+    return rows, texts
+
+
 def rerank_inputs(
     data_dir: Path, out_dir: Path, config: RerankRunConfig, cache_root: Path | None = None
 ) -> RerankInputs:
@@ -310,21 +339,7 @@ def rerank_inputs(
     fb = data.all_feedback(data_dir, config.subset)
     fb_fit, fb_select = feedback_training_sets(protocol, fb["train"], fb["valid"], config.holdout)
     ps_fit, ps_select = _pseudo_pairs(data_dir, config, cache_root or default_cache_root())
-    rqa_rows = candidates[
-        (candidates["reranker"] == "none")
-        & candidates["domain"].isin(config.score_domains)
-        & candidates["rqa"].isin(config.score_rqa)
-    ].reset_index(drop=True)
-    if rqa_rows.empty:
-        raise ValueError(
-            f"candidates.parquet has no rows of RQA system(s) {list(config.score_rqa)} in domains "
-            f"{list(config.score_domains)}; run `fqa run rqa` for them first"
-        )
-    pools = {(d, s): data.load_qa_split(data_dir, d, s) for d in data.DOMAINS for s in data.test_splits(d)}
-    cand_text = [
-        pools[(d, s)].passages[int(pid)].text
-        for d, s, pid in zip(rqa_rows["domain"], rqa_rows["split"], rqa_rows["passage_id"], strict=True)
-    ]
+    rqa_rows, cand_text = candidate_texts(data_dir, candidates, config.score_rqa, config.score_domains)
     cand_ids = [pair_id(q, p) for q, p in zip(rqa_rows["question"], cand_text, strict=True)]
     test_items = [it for f in fb["test"] for it in f.items]
     sources = {
