@@ -301,7 +301,7 @@ for _, group in first.groupby("rating", sort=False):
 # %% [markdown]
 # ## Training curves and cost
 #
-# Per form, seed and epoch: the rating and explanation losses on the training pairs (the rating loss is the cross-entropy to the annotators' distribution, so it includes that distribution's entropy) and the held-out KL with generated explanations (the epoch kept is the lowest). The training label prior's held-out KL is the bar to beat.
+# Per form, seed and epoch: the rating and explanation losses on the training pairs (the rating loss is the cross-entropy to the annotators' distribution, so it includes that distribution's entropy) and the held-out KL with generated explanations (the epoch kept is the lowest). The training label prior's held-out KL is the bar to beat. The paper's form's seed 0 trained beside another job on the same two cores, so its wall times are inflated.
 
 # %% tags=["hide-input"]
 print(f"training label prior, held-out KL: {prior_select_kl:.4f}")
@@ -323,7 +323,7 @@ pd.DataFrame(
 ).set_index(["form", "seed", "epoch"])
 
 # %% [markdown]
-# Our form's stage, step by step, from `results/manifest.json` (`compute_s` is what computing the step cost; the paper's form was trained and scored in an earlier run on the same code and read here from its cache, so its own manifest entry records only the reading):
+# Our form's stage, step by step, from `results/manifest.json` (`compute_s` is what computing the step cost; the paper's form was trained and scored in an earlier run (the same code path for that form) and is read here from its cache, so its own manifest entry records only the reading):
 
 # %% tags=["hide-input"]
 print(f"whole stage: {minutes:.1f} min of compute, peak {peak_gib:.1f} GiB")
