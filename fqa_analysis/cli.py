@@ -394,13 +394,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
             [args.explain_rate_form or "ours"] if args.stage == "explain_rate" else list(EXPLAIN_RATE_FORMS)
         )
         for form in forms:
+            head_reads, head_input = EXPLAIN_RATE_FORMS[form]
             explain_rate = ExplainRateRunConfig(
                 model=ExplainRateConfig(
                     epochs=args.explain_rate_epochs or ExplainRateConfig.epochs,
                     max_steps=args.max_steps,
                     device=device,
-                    head_reads=EXPLAIN_RATE_FORMS[form]["head_reads"],
-                    head_input=EXPLAIN_RATE_FORMS[form]["head_input"],
+                    head_reads=head_reads,
+                    head_input=head_input,
                 ),
                 seeds=seeds,
                 rqa=args.rescore or ExplainRateRunConfig.rqa,

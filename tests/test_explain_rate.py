@@ -76,8 +76,6 @@ def test_own_form_rates_what_it_wrote_and_learns_only_the_annotators_words() -> 
     """
     import torch
 
-    from fqa_analysis.models.explainer import _set_special_tokens
-
     pairs = [
         RatedExplanations(
             "Do masks work?", "Masks reduce spread.", (0.0, 0.0, 0.5, 0.5), ("Clear.", "Good.")
@@ -88,7 +86,6 @@ def test_own_form_rates_what_it_wrote_and_learns_only_the_annotators_words() -> 
     for form in ("own", "human"):
         config = ExplainRateConfig(bf16=False, max_new_tokens=6, head_reads=form, head_input="decoder")
         model = ExplainRateModel.new(config, seed=0)
-        _set_special_tokens(model.model, model.tokenizer)
         model.modules.eval()
         with torch.no_grad():
             losses[form] = model.loss(pairs)[1:]
@@ -118,11 +115,8 @@ def test_head_sees_the_encoder_summary_beside_the_decoder_state() -> None:
     """``decoder+encoder``: the head's input is [decoder state at [SEP]; masked mean of the encoder]."""
     import torch
 
-    from fqa_analysis.models.explainer import _set_special_tokens
-
     config = ExplainRateConfig(bf16=False)
     model = ExplainRateModel.new(config, seed=0)
-    _set_special_tokens(model.model, model.tokenizer)
     model.modules.eval()
     assert model.head.in_features == 2 * 384
     seen = []

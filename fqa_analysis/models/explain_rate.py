@@ -51,7 +51,7 @@ from tqdm import tqdm
 from fqa_analysis.cache import atomic_write_json, content_key
 from fqa_analysis.core.ratings import mean_kl, rating_distribution
 from fqa_analysis.data import FeedbackItem
-from fqa_analysis.models.explainer import _new_model, _set_special_tokens, _source
+from fqa_analysis.models.explainer import _new_model, _source
 from fqa_analysis.models.reranker import N_CLASSES, bf16_autocast
 from fqa_analysis.models.retrieval import minilm_path
 from fqa_analysis.profiling import peak_rss_mb
@@ -73,11 +73,9 @@ CACHE_VERSION = "explain-rate-1"
 HEAD_READS = ("own", "human")
 #: What the rating head can see (see the module docstring).
 HEAD_INPUTS = ("decoder+encoder", "decoder")
-#: The two forms the stage runs by name: ours (the default settings) and the paper's.
-FORMS = {
-    "ours": {"head_reads": "own", "head_input": "decoder+encoder"},
-    "paper": {"head_reads": "human", "head_input": "decoder"},
-}
+#: The two forms the stage runs by name, as ``(head_reads, head_input)``: ours (the default
+#: settings) and the paper's.
+FORMS = {"ours": ("own", "decoder+encoder"), "paper": ("human", "decoder")}
 
 
 @dataclass(frozen=True)
@@ -121,7 +119,7 @@ class ExplainRateConfig:
             'own-decoder'
         """
         for name, settings in FORMS.items():
-            if settings == {"head_reads": self.head_reads, "head_input": self.head_input}:
+            if settings == (self.head_reads, self.head_input):
                 return name
         return f"{self.head_reads}-{self.head_input.replace('+', '-')}"
 
@@ -366,7 +364,6 @@ def train_explain_rate(
     )
     folder = cache_root / "explain_rate" / key
     model = ExplainRateModel.new(config, seed)
-    _set_special_tokens(model.model, model.tokenizer)
     if (folder / "history.json").exists():
         model.load_state(torch.load(folder / "weights.pt", weights_only=True))
         return model, folder, {**json.loads((folder / "history.json").read_text()), "from_cache": True}
