@@ -140,7 +140,8 @@ cells.join(quality.groupby(["reranker", "subset"], sort=False)["n"].first().rena
 # %% tags=["hide-input"]
 import numpy as np
 
-from fqa_analysis.core.ratings import LABELS, majority_label, rating_distribution, rating_quality
+from fqa_analysis.core.ratings import LABELS, majority_label, rating_distribution
+from fqa_analysis.core.reranking import constant_rating_quality
 from fqa_analysis.models.reranker_data import feedback_item_sets
 
 data_dir = data.resolve_data_dir(None)
@@ -149,14 +150,13 @@ fit_items, _ = feedback_item_sets(
 )
 prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
 top = pd.Series([majority_label(it.ratings) for it in fit_items]).value_counts().idxmax()
-ann = items[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].to_numpy()
-rows = {}
-for name, row in {
-    f"always {top}": np.eye(4)[LABELS.index(top)] * (1 - 4e-6) + 1e-6,
-    "training prior": prior,
-}.items():
-    pred = np.tile(row, (len(items), 1))
-    rows[name] = rating_quality(pred, ann, items["majority"].tolist())
+rows = {
+    name: constant_rating_quality(row, items)
+    for name, row in {
+        f"always {top}": np.eye(4)[LABELS.index(top)] * (1 - 4e-6) + 1e-6,
+        "training prior": prior,
+    }.items()
+}
 print("training prior (Bad .. Excellent):", prior.round(3).tolist())
 pd.DataFrame(rows).T.round(3).rename(columns=HEADERS).rename_axis("constant predictor")
 

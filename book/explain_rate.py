@@ -25,10 +25,11 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.beyond import compare_items
-from fqa_analysis.core.ratings import LABELS, item_ratings, mean_kl, rating_distribution, rating_quality
+from fqa_analysis.core.ratings import LABELS, item_ratings, mean_kl, rating_distribution
 from fqa_analysis.core.report import comparison_table, paper_shape_table, plus_minus
 from fqa_analysis.core.reranking import (
     compare_to_baseline,
+    constant_rating_quality,
     join_annotators,
     per_item_rating_scores,
     rating_quality_table,
@@ -92,8 +93,7 @@ held_out = [it for it in select_items if any(e.strip() for e in it.explanations)
 prior_select_kl = mean_kl(
     np.array([rating_distribution(it.ratings) for it in held_out]), np.tile(prior, (len(held_out), 1))
 )
-ann = test_items[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].to_numpy()
-prior_quality = rating_quality(np.tile(prior, (len(test_items), 1)), ann, test_items["majority"].tolist())
+prior_quality = constant_rating_quality(prior, test_items)
 minutes, peak_gib = stage_cost(stage)
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "AGREEMENT_SUBSETS",
     "auc",
     "compare_to_baseline",
+    "constant_rating_quality",
     "join_annotators",
     "per_item_rating_scores",
     "rating_quality_table",
@@ -332,6 +333,26 @@ def join_annotators(predictions: pd.DataFrame, items: pd.DataFrame) -> pd.DataFr
 def _subsets(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     unanimous = frame["unanimous"].astype(bool)
     return {"all": frame, "unanimous": frame[unanimous], "disagree": frame[~unanimous]}
+
+
+def constant_rating_quality(distribution: Sequence[float], items: pd.DataFrame) -> dict[str, float]:
+    """:func:`~fqa_analysis.core.ratings.rating_quality` of one distribution predicted for every item.
+
+    The floor a rating model must beat (e.g. the training label prior, or always one label).
+
+    Args:
+        distribution: P(y) over Bad .. Excellent.
+        items: :func:`~fqa_analysis.core.ratings.item_ratings` rows (annotator shares, ``majority``).
+
+    Example:
+        >>> items = pd.DataFrame({"p_bad": [1.0, 0.5], "p_could_be_improved": 0.0,
+        ...     "p_acceptable": 0.0, "p_excellent": [0.0, 0.5], "majority": ["Bad", "Bad"]})
+        >>> q = constant_rating_quality([0.5, 0.0, 0.0, 0.5], items)
+        >>> q["accuracy"], round(q["kl"], 4)  # KL = (ln 2 + 0) / 2
+        (1.0, 0.3466)
+    """
+    predicted = np.tile(np.asarray(distribution, dtype=float), (len(items), 1))
+    return rating_quality(predicted, items[RATING_COLUMNS].to_numpy(), items["majority"].tolist())
 
 
 def rating_quality_table(joined: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
