@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,9 +24,10 @@ from fqa_analysis.errors import DataError
 from fqa_analysis.models.explain_rate import FORMS as EXPLAIN_RATE_FORMS
 from fqa_analysis.models.explain_rate import ExplainRateConfig
 from fqa_analysis.models.explainer import DecodeConfig, GeneratorConfig
-from fqa_analysis.models.reranker import DEVICES, RerankConfig, resolve_device
+from fqa_analysis.models.reranker import DEVICES, RerankConfig, bf16_supported, resolve_device
 from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
-from fqa_analysis.stages.rerank import VARIANTS, RerankRunConfig
+from fqa_analysis.stages.relevance import RECIPES
+from fqa_analysis.stages.rerank import NEGATIVE_SOURCES, RELEVANCE_LOSSES, VARIANTS, RerankRunConfig
 
 __all__ = ["main"]
 
@@ -57,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         default="all",
         choices=list(STAGES),
-        help="stage (default: all, in order rqa, rerank, explain, beyond, explain_rate)",
+        help="stage (default: all, in order rqa, relevance, rerank, explain, beyond, explain_rate)",
     )
     run_p.add_argument("--data-dir", type=Path, help=dir_help)
     run_p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: results)")
@@ -110,6 +112,35 @@ def _parser() -> argparse.ArgumentParser:
         type=_int_in(1, RerankRunConfig.negative_pool),
         help=f"reranker: pseudo negatives per QA-train question, 1..{RerankRunConfig.negative_pool} "
         f"(default: {RerankRunConfig.pseudo_negatives})",
+    )
+    run_p.add_argument(
+        "--relevance-loss",
+        choices=list(RELEVANCE_LOSSES),
+        help="relevance model (vanilla): pointwise (each pseudo pair's 4-way cross-entropy) or listwise "
+        "(that plus a softmax over each question's gold and negatives) "
+        f"(default: {RerankRunConfig.relevance_loss})",
+    )
+    run_p.add_argument(
+        "--negative-source",
+        choices=list(NEGATIVE_SOURCES),
+        help=f"relevance model: RQA system whose ranking gives the pseudo negatives (default: "
+        f"{RerankRunConfig.negative_source})",
+    )
+    run_p.add_argument(
+        "--relevance-domains",
+        type=_choices(data.DOMAINS),
+        help="relevance model: domains whose QA-train questions give the pseudo pairs (default: "
+        f"{','.join(RerankRunConfig.relevance_domains)})",
+    )
+    run_p.add_argument(
+        "--relevance-epochs",
+        type=_int_in(1, 10),
+        help="relevance model: epochs over the pseudo pairs, 1..10 (default: 1)",
+    )
+    run_p.add_argument(
+        "--recipes",
+        type=_choices(tuple(RECIPES)),
+        help=f"relevance stage: recipes to measure (default: {','.join(RECIPES)})",
     )
     run_p.add_argument(
         "--rescore",
@@ -175,6 +206,10 @@ _RERANK_OPTIONS = {
     "rerank_epochs",
     "max_len",
     "negatives",
+    "relevance_loss",
+    "negative_source",
+    "relevance_domains",
+    "relevance_epochs",
     "rescore",
     "device",
     "max_steps",
@@ -182,6 +217,8 @@ _RERANK_OPTIONS = {
 STAGES: dict[str, set[str]] = {
     "all": set(),
     "rqa": {"subset", "systems", "seed", "epochs", "max_steps"},
+    # the recipes set the relevance options themselves; the model options are shared
+    "relevance": {"subset", "recipes", "max_len", "device", "max_steps"},
     "rerank": _RERANK_OPTIONS,
     "explain": {"subset", "explain_epochs", "explain_candidates", "max_steps"},
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
@@ -217,8 +254,10 @@ def _int_in(low: int, high: int | None = None) -> Any:
 
 
 def _items(text: str) -> list[str]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items:
+    items = [t.strip() for t in text.split(",")]
+    if any(not t for t in items) and any(items):
+        raise argparse.ArgumentTypeError(f"{text!r} has an empty item (give a comma-separated list: a,b)")
+    if not any(items):
         raise argparse.ArgumentTypeError(f"{text!r} names nothing (give a comma-separated list)")
     if len(set(items)) < len(items):
         raise argparse.ArgumentTypeError(f"{text!r} repeats an item")
@@ -354,6 +393,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         max_len=args.max_len or defaults.max_len,
         max_steps=args.max_steps,
         device=device,
+        bf16=bf16_supported(device),
     )
     seeds = args.seeds or RerankRunConfig.seeds
     rerank = RerankRunConfig(
@@ -362,8 +402,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         model=model,
         subset=args.subset,
         pseudo_negatives=args.negatives or RerankRunConfig.pseudo_negatives,
+        relevance_loss=args.relevance_loss or RerankRunConfig.relevance_loss,
+        negative_source=args.negative_source or RerankRunConfig.negative_source,
+        relevance_domains=args.relevance_domains or RerankRunConfig.relevance_domains,
         score_rqa=args.rescore or RerankRunConfig.score_rqa,
     )
+    if args.relevance_epochs is not None:
+        rerank = replace(rerank, variant_epochs={**rerank.variant_epochs, "vanilla": args.relevance_epochs})
+    if args.stage in ("all", "relevance"):
+        from fqa_analysis.stages.relevance import RelevanceRunConfig, run_relevance
+
+        relevance = RelevanceRunConfig(recipes=args.recipes or tuple(RECIPES), rerank=rerank)
+        _report(run_relevance(data_dir, args.out, relevance, args.cache_dir))
     if args.stage in ("all", "rerank"):
         _report(run_rerank(data_dir, args.out, rerank, args.cache_dir))
     if args.stage in ("all", "explain"):
@@ -400,6 +450,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     epochs=args.explain_rate_epochs or ExplainRateConfig.epochs,
                     max_steps=args.max_steps,
                     device=device,
+                    bf16=bf16_supported(device),
                     head_reads=head_reads,
                     head_input=head_input,
                 ),

@@ -41,7 +41,7 @@ import copy
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ from fqa_analysis.cache import atomic_write_json, content_key
 from fqa_analysis.core.ratings import mean_kl, rating_distribution
 from fqa_analysis.data import FeedbackItem
 from fqa_analysis.models.explainer import _new_model, _source
-from fqa_analysis.models.reranker import N_CLASSES, bf16_autocast
+from fqa_analysis.models.reranker import N_CLASSES, bf16_autocast, bf16_supported
 from fqa_analysis.models.retrieval import minilm_path
 from fqa_analysis.profiling import peak_rss_mb
 
@@ -95,7 +95,7 @@ class ExplainRateConfig:
     #: Length of a generated explanation at inference (greedy, no 3-gram repeated).
     max_new_tokens: int = 24
     threads: int = 2
-    bf16: bool = True
+    bf16: bool = field(default_factory=lambda: bf16_supported("cpu"))
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None
     #: ``cpu`` or ``cuda``; a model trained on another device is another model (its own cache key).

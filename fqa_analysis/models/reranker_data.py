@@ -43,6 +43,7 @@ __all__ = [
     "holdout_by_question",
     "pseudo_rated_pairs",
     "question_fraction",
+    "question_groups",
     "random_removal",
     "training_examples",
 ]
@@ -160,6 +161,30 @@ def pseudo_rated_pairs(
                 for pid in bad
             ]
     return pairs
+
+
+def question_groups(pairs: Sequence[RatedPair]) -> list[list[int]]:
+    """Listwise groups of pseudo pairs: per question, the Excellent pair's index first, then its negatives.
+
+    A question with no Excellent pair or no other pair forms no group (a listwise term over one
+    candidate is constant). Groups keep the order in which their questions first appear.
+
+    Example:
+        >>> ps = [RatedPair("A", q, p, (r,), "pseudo") for q, p, r in
+        ...       [("q1", "a", "Bad"), ("q1", "g", "Excellent"), ("q2", "g", "Excellent"),
+        ...        ("q1", "b", "Bad"), ("q3", "c", "Bad")]]
+        >>> question_groups(ps)
+        [[1, 0, 3]]
+    """
+    members: dict[tuple[str, str], list[int]] = {}
+    for i, p in enumerate(pairs):
+        members.setdefault((p.domain, p.question), []).append(i)
+    groups = []
+    for idx in members.values():
+        gold = [i for i in idx if pairs[i].ratings == ("Excellent",)]
+        if len(gold) == 1 and len(idx) > 1:
+            groups.append(gold + [i for i in idx if i != gold[0]])
+    return groups
 
 
 def draw_negatives(ranked: Sequence[int], gold: int, pool: int, n: int, seed: Sequence[int]) -> list[int]:

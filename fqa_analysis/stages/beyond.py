@@ -170,8 +170,19 @@ def _experiment_rows(
         name = f"{run.experiment}/{run.setting}/seed{run.seed}"
         examples, select_ids = example_ids(run.fit, "kl"), example_ids(run.select, "kl")
         with stage(timings, f"{name}/train"):
+            # warm-started like the rerank stage's feedback_kl: from the same seed's relevance model
+            v_weights, _, v_folder, _ = stage_model(
+                inputs, "vanilla", run.seed, states, config.rerank, cache_root
+            )
             weights, history, folder, cached = train_or_load(
-                "feedback_kl", run.seed, examples, select_ids, states, config.rerank.model, cache_root
+                "feedback_kl",
+                run.seed,
+                examples,
+                select_ids,
+                states,
+                config.rerank.model,
+                cache_root,
+                init=(v_folder, v_weights),
             )
         from_cache[f"{name}/train"] = cached
         with stage(timings, f"{name}/score"):

@@ -16,7 +16,7 @@ from typing import Any
 
 from fqa_analysis.cache import atomic_write_json
 
-__all__ = ["add_compute_times", "provenance", "update_manifest"]
+__all__ = ["add_compute_times", "manifest_entry", "provenance", "update_manifest"]
 
 
 def provenance(timings: dict[str, Any], cache_version: str) -> dict[str, Any]:
@@ -52,8 +52,13 @@ def _versions() -> dict[str, str]:
 def _git_commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        # The results folder itself is left out: a stage rewrites it while it runs, and results/
+        # are committed after the code that computed them. Untracked files are left out too (a
+        # scratch file changes no code that runs); a tracked change anywhere else marks "+dirty".
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"],
+            capture_output=True,
+            text=True,
         )
         return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.CalledProcessError):
@@ -104,6 +109,15 @@ def add_compute_times(
                 if cached and before
                 else record["peak_rss_mb"]
             )
+
+
+def manifest_entry(out_dir: Path, stage_name: str) -> dict[str, Any]:
+    """One stage's entry of ``out_dir/manifest.json`` (empty when the file or the entry is absent)."""
+    path = out_dir / "manifest.json"
+    if not path.exists():
+        return {}
+    entry: dict[str, Any] = json.loads(path.read_text()).get("stages", {}).get(stage_name, {})
+    return entry
 
 
 def update_manifest(path: Path, stage_name: str, entry: dict[str, Any]) -> None:

@@ -9,11 +9,22 @@ never retrained per RQA. Outputs (appended to ``results/``):
   variant x seed, for the rating-quality analysis;
 * ``manifest.json``: stage ``rerank`` with configs, per-step wall time and memory.
 
-Variants: ``feedback_kl``, ``feedback_ce_annotator``, ``feedback_ce_majority`` (feedback only,
-three losses); ``vanilla`` (pseudo-ratings from the feedback domains' QA train sets, no feedback:
-gold passage Excellent, ``pseudo_negatives`` of zero-shot MiniLM's top-10 non-gold passages Bad); ``combined``
-(pseudo-ratings + feedback, KL; by default the same seed's ``vanilla`` model continued on the
-feedback with as many replayed pseudo pairs).
+Variants (:data:`VARIANTS`: training data, loss, starting point):
+
+* ``vanilla``, the relevance model every other reranker starts from: QA data only, no feedback
+  (pseudo-ratings from the QA train sets of ``relevance_domains``: the gold passage Excellent,
+  ``pseudo_negatives`` drawn from the negative source's top non-gold passages Bad), trained from
+  MiniLM with the ``relevance_loss`` recipe (listwise by default, :func:`train_reranker`);
+* ``feedback_kl``, ``feedback_ce_annotator``, ``feedback_ce_majority``: the feedback alone under
+  three losses, continued from the same seed's ``vanilla``;
+* ``combined``: the feedback plus as many replayed pseudo pairs, KL, continued from ``vanilla``;
+* ``feedback_kl_scratch``, ``feedback_ce_annotator_scratch``, ``feedback_ce_majority_scratch``: the
+  paper-faithful rows, the same feedback losses trained from MiniLM with a fresh head.
+
+Why the warm start: MiniLM is a sentence-embedding checkpoint, not a relevance model, and fine-tuned
+on about 1,500 rated pairs it learns almost nothing (gold-vs-candidates AUC about 0.55); the paper
+starts from a pretrained BART-large, a practitioner from a pretrained cross-encoder, and neither can
+be downloaded here, so the project trains its own relevance model on QA data first.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -54,6 +65,7 @@ from fqa_analysis.models.reranker_data import (
     draw_negatives,
     feedback_training_sets,
     pseudo_rated_pairs,
+    question_groups,
     training_examples,
 )
 from fqa_analysis.models.retrieval import SYSTEMS
@@ -62,10 +74,16 @@ from fqa_analysis.stages.manifest import add_compute_times, provenance, update_m
 from fqa_analysis.stages.rqa import write_candidates
 
 __all__ = [
+    "NEGATIVE_SOURCES",
+    "RELEVANCE_LOSSES",
     "VARIANTS",
     "RerankInputs",
     "RerankRunConfig",
+    "Variant",
     "example_ids",
+    "is_held_out",
+    "ranked_passages",
+    "relevance_splits",
     "replay_sample",
     "rerank_inputs",
     "run_rerank",
@@ -76,14 +94,35 @@ __all__ = [
     "variant_examples",
 ]
 
-#: variant -> (training data, loss)
-VARIANTS: dict[str, tuple[str, str]] = {
-    "feedback_kl": ("feedback", "kl"),
-    "feedback_ce_annotator": ("feedback", "ce_annotator"),
-    "feedback_ce_majority": ("feedback", "ce_majority"),
-    "vanilla": ("pseudo", "kl"),
-    "combined": ("both", "kl"),
+
+class Variant(NamedTuple):
+    """How one reranker variant is trained."""
+
+    #: ``feedback``, ``pseudo`` (QA data) or ``both`` (feedback + as many replayed pseudo pairs).
+    source: str
+    #: Loss of its feedback (``kl``, ``ce_annotator``, ``ce_majority``); the pseudo pairs' is KL,
+    #: plus the listwise term of the ``listwise`` relevance recipe.
+    loss: str
+    #: ``minilm`` (a fresh head on MiniLM) or ``relevance`` (the same seed's ``vanilla`` model).
+    start: str
+
+
+VARIANTS: dict[str, Variant] = {
+    "vanilla": Variant("pseudo", "kl", "minilm"),
+    "feedback_kl": Variant("feedback", "kl", "relevance"),
+    "feedback_ce_annotator": Variant("feedback", "ce_annotator", "relevance"),
+    "feedback_ce_majority": Variant("feedback", "ce_majority", "relevance"),
+    "combined": Variant("both", "kl", "relevance"),
+    "feedback_kl_scratch": Variant("feedback", "kl", "minilm"),
+    "feedback_ce_annotator_scratch": Variant("feedback", "ce_annotator", "minilm"),
+    "feedback_ce_majority_scratch": Variant("feedback", "ce_majority", "minilm"),
 }
+#: Losses of the relevance model (``vanilla``): ``pointwise`` (each pseudo pair's 4-way
+#: cross-entropy alone) or ``listwise`` (that plus the softmax over each question's gold and
+#: negatives of log P(Excellent)).
+RELEVANCE_LOSSES: tuple[str, ...] = ("pointwise", "listwise")
+#: Sources of the pseudo negatives: RQA systems that need no fine-tuned weights.
+NEGATIVE_SOURCES: tuple[str, ...] = ("minilm", "bm25")
 
 
 @dataclass(frozen=True)
@@ -95,20 +134,20 @@ class RerankRunConfig:
         seeds: Training seeds of every variant.
         model: Cross-encoder settings.
         subset: First N questions of every test split and N items of every feedback split (CI).
-        pseudo_questions: QA-train questions of the feedback domains that give pseudo-ratings (a
-            seeded draw); None takes all of them (4,407).
+        pseudo_questions: QA-train questions of ``relevance_domains`` that give pseudo-ratings (a
+            seeded draw); None takes all of them (9,467 in the five domains).
         pseudo_negatives: Bad pseudo-examples per question, drawn from ``negative_pool``.
+        relevance_loss: The relevance model's recipe, one of :data:`RELEVANCE_LOSSES`.
+        relevance_domains: Domains whose QA-train questions give the pseudo pairs. Quebec has no
+            feedback and no test question in the overall, but its QA data is QA data.
         variant_epochs: Epochs of the variants that do not train ``model.epochs``: ``vanilla``
             (one pass over the pseudo pairs, the stage's dearest step), ``combined`` (one pass of
-            the continuation over feedback + replay), ``feedback_ce_annotator`` (its epoch holds one
-            example per annotator, two per item: one epoch is as many optimiser steps and views of
-            each item as two epochs of the other feedback losses).
+            the continuation over feedback + replay), ``feedback_ce_annotator`` and its scratch row
+            (its epoch holds one example per annotator, two per item: one epoch is as many
+            optimiser steps and views of each item as two epochs of the other feedback losses).
         negative_pool: How many of the negative source's top non-gold candidates they are drawn from.
         negative_source: RQA system whose ranking gives the negatives (one for every variant and
             seed, so no reranker depends on the RQA it rescores).
-        combined_from_vanilla: Train ``combined`` as a continuation of the same seed's ``vanilla``
-            model on the feedback plus as many replayed pseudo pairs (instead of from scratch on
-            both): the pseudo epoch is the stage's dearest step and is then paid once per seed.
         score_domains: Domains whose test candidates every reranker rescores. Quebec has no
             feedback and the chapters' overall leaves it out, as the paper does; its rows would
             double the scoring time.
@@ -125,66 +164,91 @@ class RerankRunConfig:
     model: RerankConfig = field(default_factory=RerankConfig)
     subset: int | None = None
     pseudo_questions: int | None = None
-    pseudo_negatives: int = 1
+    pseudo_negatives: int = 3
+    relevance_loss: str = "listwise"
+    relevance_domains: tuple[str, ...] = data.DOMAINS
     variant_epochs: dict[str, int] = field(
-        default_factory=lambda: {"vanilla": 1, "combined": 1, "feedback_ce_annotator": 1}
+        default_factory=lambda: {
+            "vanilla": 1,
+            "combined": 1,
+            "feedback_ce_annotator": 1,
+            "feedback_ce_annotator_scratch": 1,
+        }
     )
     negative_pool: int = 10
     negative_source: str = "minilm"
-    combined_from_vanilla: bool = True
     score_domains: tuple[str, ...] = data.FEEDBACK_DOMAINS
     score_rqa: tuple[str, ...] = SYSTEMS
     holdout: float = 0.2
 
 
-#: Version of the pseudo-pair negatives' cache.
-NEGATIVES_VERSION = "negatives-1"
+#: Version of the pseudo-pair negatives' cache (2: one file per domain).
+NEGATIVES_VERSION = "negatives-2"
 
 
-def _ranked_negatives(
-    splits: Sequence[data.QASplit], config: RerankRunConfig, cache_root: Path
+def ranked_passages(
+    splits: Sequence[data.QASplit], source: str, depth: int, cache_root: Path
 ) -> dict[str, list[list[int]]]:
-    """Each split's top ``negative_pool + 1`` passages per question from the negative source (cached).
+    """Each split's top ``depth`` passages per question by an RQA system (cached per domain).
 
-    The source encodes every pool passage once (about two minutes for zero-shot MiniLM on two
-    cores), so its rankings are cached under the content of the questions, the pools and the
-    source's settings.
+    The source encodes every pool passage once (about two minutes a domain for zero-shot MiniLM
+    on two cores), so each domain's ranking is cached under the content of its questions, its pool
+    and the source's settings: a run over more domains reuses the domains ranked before.
+
+    Raises:
+        ValueError: ``source`` needs fine-tuned weights (``minilm_ft``, ``hybrid``).
     """
     from fqa_analysis.models.retrieval import make_system
 
-    system = make_system(config.negative_source)
-    texts = {s.domain: ([q.question for q in s.questions], list(s.passage_texts)) for s in splits}
-    key = content_key(NEGATIVES_VERSION, system.fingerprint(), config.negative_pool, texts)
-    path = cache_root / "pseudo_negatives" / f"{key}.json"
-    if path.exists():
-        cached: dict[str, list[list[int]]] = json.loads(path.read_text())
-        return cached
-    if config.negative_source in ("minilm_ft", "hybrid"):
+    if source not in NEGATIVE_SOURCES:
         raise ValueError(
-            f"negative_source {config.negative_source!r} needs its fine-tuned weights; "
-            "use 'minilm' or 'bm25', or fit the system first"
+            f"negative source {source!r} needs fine-tuned weights or is unknown; use one of "
+            f"{', '.join(NEGATIVE_SOURCES)}"
         )
-    ranked = {
-        domain: top_k(system.score(questions, passages), config.negative_pool + 1).tolist()
-        for domain, (questions, passages) in texts.items()
-    }
-    atomic_write_json(path, ranked)
+    system = make_system(source)
+    ranked: dict[str, list[list[int]]] = {}
+    for s in splits:
+        texts = ([q.question for q in s.questions], list(s.passage_texts))
+        key = content_key(NEGATIVES_VERSION, system.fingerprint(), depth, s.domain, texts)
+        path = cache_root / "pseudo_negatives" / f"{key}.json"
+        if path.exists():
+            ranked[s.domain] = json.loads(path.read_text())
+            continue
+        ranked[s.domain] = top_k(system.score(*texts), depth).tolist()
+        atomic_write_json(path, ranked[s.domain])
     return ranked
 
 
-def _pseudo_pairs(
-    data_dir: Path, config: RerankRunConfig, cache_root: Path
-) -> tuple[list[RatedPair], list[RatedPair]]:
-    """Pseudo-rated (fit, select) pairs from the feedback domains' QA-train questions.
+def is_held_out(question: str) -> bool:
+    """Whether a QA-train question is in the relevance model's held-out tenth (a hash of its text).
 
-    Gold = Excellent; ``pseudo_negatives`` drawn from the negative source's top ``negative_pool``
-    non-gold = Bad. One question in ten (by a hash of its text) is held out for model selection.
+    The rule depends on the question alone, so a recipe with more domains or negatives holds out
+    the same questions of the domains it shares with another, and the recipe table compares
+    recipes on one held-out set.
     """
-    splits = [data.load_qa_split(data_dir, d, "train") for d in data.FEEDBACK_DOMAINS]
+    return int(pair_id(question, "")[:8], 16) % 10 == 0
+
+
+def _first_questions(split: data.QASplit, fit: int, held: int) -> data.QASplit:
+    """``split`` narrowed to its first ``fit`` questions outside the held-out tenth and ``held`` inside."""
+    kept, counts = [], {False: 0, True: 0}
+    for q in split.questions:
+        out = is_held_out(q.question)
+        if counts[out] < (held if out else fit):
+            kept.append(q)
+            counts[out] += 1
+    return data.QASplit(split.domain, split.split, split.path, tuple(kept), split.passages)
+
+
+def relevance_splits(data_dir: Path, config: RerankRunConfig) -> list[data.QASplit]:
+    """The QA-train splits of ``relevance_domains``, narrowed to the configured draw of questions."""
+    splits = [data.load_qa_split(data_dir, d, "train") for d in config.relevance_domains]
+    if config.subset is not None:
+        # smoke runs: per domain the first `subset` training questions and a quarter as many
+        # held-out ones, so that model selection and the recipe table have questions to score
+        return [_first_questions(s, config.subset, max(1, config.subset // 4)) for s in splits]
     everyone = [(s.domain, q.question_id) for s in splits for q in s.questions]
     n = len(everyone) if config.pseudo_questions is None else config.pseudo_questions
-    if config.subset is not None:
-        n = config.subset * 2
     n = min(n, len(everyone))
     if n < len(everyone):
         rng = np.random.default_rng(0)
@@ -199,9 +263,24 @@ def _pseudo_pairs(
             )
             for s in splits
         ]
-    ranked = _ranked_negatives(splits, config, cache_root)
+    return splits
+
+
+def _pseudo_pairs(
+    data_dir: Path, config: RerankRunConfig, cache_root: Path
+) -> tuple[list[RatedPair], list[RatedPair]]:
+    """Pseudo-rated (fit, select) pairs from the QA-train questions of ``relevance_domains``.
+
+    Gold = Excellent; ``pseudo_negatives`` drawn from the negative source's top ``negative_pool``
+    non-gold = Bad. One question in ten (:func:`is_held_out`) is held out for model selection.
+    """
+    splits = relevance_splits(data_dir, config)
+    ranked = ranked_passages(splits, config.negative_source, config.negative_pool + 1, cache_root)
     negatives: dict[tuple[str, int], Sequence[int]] = {}
-    for d, s in enumerate(splits):
+    # the seed's first element is the domain's index in DOMAINS, so adding a domain changes no
+    # other domain's draw
+    for s in splits:
+        d = data.DOMAINS.index(s.domain)
         # seeded by the question's own id (not its position in a drawn subset), as draw_negatives asks
         for q, ranking in zip(s.questions, ranked[s.domain], strict=True):
             negatives[(s.domain, q.question_id)] = draw_negatives(
@@ -209,7 +288,7 @@ def _pseudo_pairs(
             )
     pairs = pseudo_rated_pairs(splits, negatives, config.pseudo_negatives)
     by_hash = sorted({p.question for p in pairs}, key=lambda q: pair_id(q, ""))
-    held = {q for q in by_hash if int(pair_id(q, "")[:8], 16) % 10 == 0}
+    held = {q for q in by_hash if is_held_out(q)}
     if not held and len(by_hash) >= 2:  # a small (smoke) draw still gets a selection set
         held = {by_hash[0]}
     return [p for p in pairs if p.question not in held], [p for p in pairs if p.question in held]
@@ -345,12 +424,8 @@ def rerank_inputs(
     sources = {
         "feedback": (fb_fit, fb_select),
         "pseudo": (ps_fit, ps_select),
-        # Continued from vanilla: the feedback and as many replayed pseudo pairs; from scratch: all.
-        "both": (
-            (replay_sample(ps_fit, len(fb_fit)) + fb_fit, fb_select)
-            if config.combined_from_vanilla
-            else (ps_fit + fb_fit, fb_select)
-        ),
+        # continued from vanilla: the feedback and as many replayed pseudo pairs
+        "both": (replay_sample(ps_fit, len(fb_fit)) + fb_fit, fb_select),
     }
     all_pairs = [(p.question, p.passage_text) for f, s in sources.values() for p in f + s]
     all_pairs += list(zip(rqa_rows["question"], cand_text, strict=True))
@@ -371,7 +446,7 @@ def variant_examples(
     inputs: RerankInputs, variant: str
 ) -> tuple[list[tuple[str, np.ndarray]], list[tuple[str, np.ndarray]]]:
     """A variant's (training, model-selection) examples: its data source under its loss (selection: KL)."""
-    source, loss = VARIANTS[variant]
+    source, loss, _ = VARIANTS[variant]
     fit_pairs, select_pairs = inputs.sources[source]
     return example_ids(fit_pairs, loss), example_ids(select_pairs, "kl")
 
@@ -385,13 +460,14 @@ def train_or_load(
     model: RerankConfig,
     cache_root: Path,
     init: tuple[Path, dict[str, Any]] | None = None,
+    groups: Sequence[Sequence[int]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], Path, bool]:
     """Train one reranker, or load it when one with the same content key was trained before.
 
     The key covers the code version, the model settings, ``name``, the seed, every training
-    and selection example and the model it continues from (``init``: that model's cache folder,
-    itself a content key, and its weights), so two runs that train on the same data share one
-    model.
+    and selection example, the model it continues from (``init``: that model's cache folder,
+    itself a content key, and its weights) and the listwise ``groups`` (see
+    :func:`train_reranker`), so two runs that train on the same data share one model.
 
     Returns:
         ``(weights, history, cache folder, from_cache)``.
@@ -406,6 +482,7 @@ def train_or_load(
         [(i, t.tolist()) for i, t in examples],
         [(i, t.tolist()) for i, t in select],
         *([] if init is None else [("init", init[0].name)]),
+        *([] if groups is None else [("listwise", [list(g) for g in groups])]),
     )
     folder = cache_root / "rerankers" / key
     if (folder / "weights.pt").exists():
@@ -413,7 +490,7 @@ def train_or_load(
         history = torch.load(folder / "history.pt", weights_only=False)
         return weights, history, folder, True
     weights, history = train_reranker(
-        examples, select, states, model, seed, init=None if init is None else init[1]
+        examples, select, states, model, seed, init=None if init is None else init[1], groups=groups
     )
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(history, folder / "history.pt")
@@ -430,10 +507,11 @@ def stage_model(
     config: RerankRunConfig,
     cache_root: Path,
 ) -> tuple[dict[str, Any], dict[str, Any], Path, bool]:
-    """Train or load one variant x seed of the stage, warm-starting ``combined`` from ``vanilla``.
+    """Train or load one variant x seed of the stage, warm-starting from the relevance model.
 
-    With ``combined_from_vanilla`` the same seed's ``vanilla`` model is trained (or loaded) first
-    and ``combined`` continues from its weights.
+    A variant that starts from ``relevance`` first trains (or loads) the same seed's ``vanilla``
+    model and continues from its weights; ``vanilla`` itself trains with the listwise groups of
+    its pseudo pairs under the ``listwise`` recipe.
 
     Returns:
         As :func:`train_or_load`.
@@ -443,10 +521,13 @@ def stage_model(
     if variant in config.variant_epochs:
         model = replace(model, epochs=config.variant_epochs[variant])
     init = None
-    if variant == "combined" and config.combined_from_vanilla:
+    if VARIANTS[variant].start == "relevance":
         v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", seed, states, config, cache_root)
         init = (v_folder, v_weights)
-    return train_or_load(variant, seed, examples, select, states, model, cache_root, init)
+    groups = None
+    if variant == "vanilla" and config.relevance_loss == "listwise":
+        groups = question_groups(inputs.sources["pseudo"][0])
+    return train_or_load(variant, seed, examples, select, states, model, cache_root, init, groups)
 
 
 #: File in a model's cache folder holding every pair id it has scored and its P_phi.
@@ -588,7 +669,7 @@ def run_rerank(
     atomic_write_parquet(
         out_dir / "rating_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
     )
-    config_record = {**asdict(config), "variants": {v: VARIANTS[v] for v in config.variants}}
+    config_record = {**asdict(config), "variants": {v: VARIANTS[v]._asdict() for v in config.variants}}
     # Steps are named per variant and seed, so which ones ran is not part of the comparison; the
     # scored RQA systems change no model, and a score step that adds pairs extends the last one.
     add_compute_times(
