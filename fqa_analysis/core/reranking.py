@@ -13,6 +13,8 @@ and the tests check them on tiny hand-made tables.
 * :func:`score_ablation`: P(Excellent) against E[y]/3 for every (RQA, reranker), Holm over all.
 * :func:`rating_quality_table` / :func:`per_item_rating_scores`: how well each reranker's
   P_phi matches the three annotators of feedback_test, on all items and by agreement.
+* :func:`recipe_outcomes` / :func:`recipe_table`: the relevance model's recipes on held-out
+  QA-train questions (``relevance_recipes.parquet``): AUC, the gold picked alone, reciprocal rank.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ __all__ = [
     "join_annotators",
     "per_item_rating_scores",
     "rating_quality_table",
+    "recipe_outcomes",
+    "recipe_table",
     "reranker_quality",
     "score_ablation",
     "score_outcomes",
@@ -408,3 +412,108 @@ def per_item_rating_scores(joined: pd.DataFrame) -> pd.DataFrame:
         .agg(unanimous=("unanimous", "first"), kl=("kl", "mean"), correct=("correct", "mean"))
         .reset_index()
     )
+
+
+#: Columns of ``relevance_recipes.parquet`` that name one held-out question.
+RECIPE_QUESTION_KEYS: tuple[str, ...] = ("recipe", "seed", "domain", "question_id")
+
+
+def recipe_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per recipe, seed and held-out question: is the gold ranked first by P(Excellent), and its 1/rank.
+
+    Ties go to the candidate with the better (smaller) ``rank`` of the ranking the candidates came
+    from, as everywhere in the book.
+
+    Args:
+        rows: ``relevance_recipes.parquet``: ``recipe, seed, domain, question_id, rank, is_gold``
+            and the four ``p_*`` columns, one gold row per question.
+
+    Returns:
+        ``recipe, seed, domain, question_id, correct (1/0), reciprocal_rank``.
+
+    Raises:
+        ValueError: A question without exactly one gold row.
+
+    Example:
+        >>> rows = pd.DataFrame({"recipe": "r", "seed": 0, "domain": "WHO", "question_id": [1, 1, 2, 2],
+        ...     "rank": [1, 2, 1, 2], "is_gold": [False, True, True, False],
+        ...     "p_bad": 0.0, "p_could_be_improved": 0.0, "p_acceptable": 0.0,
+        ...     "p_excellent": [0.2, 0.7, 0.4, 0.4]})
+        >>> recipe_outcomes(rows)[["question_id", "correct", "reciprocal_rank"]].values.tolist()
+        [[1, 1, 1.0], [2, 1, 1.0]]
+    """
+    keys = list(RECIPE_QUESTION_KEYS)
+    golds = rows.groupby(keys, sort=False)["is_gold"].sum()
+    if (golds != 1).any():
+        bad = golds[golds != 1].index[0]
+        raise ValueError(
+            f"relevance_recipes.parquet: question {dict(zip(keys, bad, strict=True))} has {int(golds[bad])} "
+            "gold rows (expected exactly one); rerun `fqa run relevance`"
+        )
+    ordered = rows.sort_values([*keys, "rank"]).assign(pe=lambda d: d["p_excellent"].astype(float))
+    out = []
+    for key, block in ordered.groupby(keys, sort=False):
+        pe = block["pe"].to_numpy()
+        gold = block["is_gold"].to_numpy(dtype=bool)
+        g = float(pe[gold][0])
+        g_rank = block["rank"].to_numpy()[gold][0]
+        # candidates ahead of the gold: a higher P(Excellent), or an equal one with a better rank
+        ahead = int(((pe > g) | ((pe == g) & (block["rank"].to_numpy() < g_rank))).sum())
+        out.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "correct": int(ahead == 0),
+                "reciprocal_rank": 1 / (1 + ahead),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def recipe_table(rows: pd.DataFrame, baseline: str | None = None, n_resamples: int = 10_000) -> pd.DataFrame:
+    """The recipe table: per recipe, AUC, accuracy alone and MRR on the held-out questions.
+
+    ``auc`` pools every question's candidates (gold vs the others, P(Excellent)); ``alone`` is
+    the share of questions whose gold P(Excellent) ranks first; ``mrr`` the mean reciprocal rank
+    of the gold. With a ``baseline`` recipe, each other recipe's ``alone`` is compared with it by
+    the paired bootstrap over questions (``delta_alone``, ``p_value``, Holm over the family in
+    ``p_holm``); every recipe must then have scored the same questions.
+
+    Returns:
+        One row per recipe (index ``recipe``, in the rows' order): ``questions, auc, alone, mrr``
+        and, with a baseline, ``delta_alone, ci_low, ci_high, p_value, p_holm``.
+    """
+    outcomes = recipe_outcomes(rows)
+    table = []
+    for recipe, block in rows.groupby("recipe", sort=False):
+        mine = outcomes[outcomes["recipe"] == recipe]
+        table.append(
+            {
+                "recipe": recipe,
+                "questions": len(mine),
+                "auc": auc(block["p_excellent"].to_numpy(dtype=float), block["is_gold"].to_numpy(dtype=bool)),
+                "alone": float(mine["correct"].mean()),
+                "mrr": float(mine["reciprocal_rank"].mean()),
+            }
+        )
+    out = pd.DataFrame(table).set_index("recipe")
+    if baseline is None:
+        return out
+    if baseline not in out.index:
+        raise ValueError(f"baseline recipe {baseline!r} is not in the table ({list(out.index)})")
+    wide = outcomes.pivot_table(
+        index=["seed", "domain", "question_id"], columns="recipe", values="correct", aggfunc="mean"
+    )
+    if wide.isna().any().any():
+        raise ValueError("the recipes scored different held-out questions; rerun `fqa run relevance` for all")
+    cmp = paired_bootstrap(wide[list(out.index)], baseline, n_resamples=n_resamples).to_frame()
+    others = [r for r in out.index if r != baseline]
+    cmp = cmp.reindex(others)
+    for column, source in (
+        ("delta_alone", "delta"),
+        ("ci_low", "delta_ci_low"),
+        ("ci_high", "delta_ci_high"),
+        ("p_value", "p_value"),
+        ("p_holm", "p_holm"),
+    ):
+        out[column] = cmp[source]
+    return out
