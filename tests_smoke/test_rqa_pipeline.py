@@ -1,4 +1,4 @@
-"""CI smoke test: `fqa run rqa|rerank|explain|beyond|explain_rate --subset`, end to end on the real data.
+"""CI smoke test: `fqa run <every stage> --subset`, end to end on the real data.
 
 Runs by `make smoke` (part of `make test`); needs the data (`make data`) and the model packages.
 """
@@ -17,6 +17,7 @@ import pytest
 from fqa_analysis.cli import main
 from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.stages.beyond import BeyondRunConfig
+from fqa_analysis.stages.relevance import RECIPES
 from fqa_analysis.stages.rerank import VARIANTS
 
 SUBSET = 6
@@ -65,6 +66,17 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, flo
         str(cache),
     ]
     assert main(rerank) == 0
+    relevance = [
+        "run",
+        "relevance",
+        "--subset",
+        str(SUBSET),
+        "--max-steps",
+        "2",
+        "--recipes",
+        ",".join(RECIPES),
+    ]
+    assert main([*relevance, "--out", str(out), "--cache-dir", str(cache)]) == 0
     explain = ["run", "explain", "--subset", str(SUBSET), "--explain-epochs", "1", "--max-steps", "2"]
     assert main([*explain, "--out", str(out), "--cache-dir", str(cache)]) == 0
     beyond = ["beyond" if a == "rerank" else a for a in rerank]
@@ -279,3 +291,18 @@ def test_ablation_notebooks_run_on_another_results_folder(
     client.execute()  # raises CellExecutionError on any failing cell
     # one seed of each variant on a subset: the outputs are not the book's
     assert _outputs(nb) and _outputs(nb) != _outputs(stored)
+
+
+def test_relevance_recipes_share_one_held_out_set(smoke_run: tuple[Path, Path, float]) -> None:
+    out, _, _ = smoke_run
+    rows = pd.read_parquet(out / "relevance_recipes.parquet")
+    assert list(dict.fromkeys(rows["recipe"])) == list(RECIPES)
+    questions = rows.groupby("recipe")[["domain", "question_id"]].apply(
+        lambda b: frozenset(map(tuple, b.drop_duplicates().values))
+    )
+    assert len(set(questions)) == 1  # every recipe scored the same held-out questions
+    assert (rows.groupby(["recipe", "domain", "question_id"])["is_gold"].sum() == 1).all()
+    manifest = json.loads((out / "manifest.json").read_text())["stages"]
+    assert set(manifest["relevance"]["recipes"]) == set(RECIPES)
+    # the rerank stage's warm-started variants and their scratch rows were all trained
+    assert {"feedback_kl/seed0", "feedback_kl_scratch/seed0"} <= set(manifest["rerank"]["histories"])
