@@ -30,7 +30,10 @@ from fqa_analysis.cli import main
             ["rerank", "--rerank-epochs", "0"],
             "argument --rerank-epochs: 0 is out of range (allowed: 1 or more)",
         ),
-        (["rerank", "--variants", "vanila"], "argument --variants: unknown vanila (allowed: vanilla, feedback_kl"),
+        (
+            ["rerank", "--variants", "vanila"],
+            "argument --variants: unknown vanila (allowed: vanilla, feedback_kl",
+        ),
         (["rerank", "--negatives", "11"], "argument --negatives: 11 is out of range (allowed: 1..10)"),
         (["rerank", "--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
         (["rqa", "--systems", "bm25,bert"], "argument --systems: unknown bert (allowed: bm25, minilm"),

@@ -150,3 +150,12 @@ def test_dirty_check_ignores_the_results_folder(tmp_path: Path, monkeypatch: pyt
     assert not _git_commit().endswith("+dirty")
     (tmp_path / "code.py").write_text("x = 2\n")
     assert _git_commit().endswith("+dirty")
+
+
+def test_recipe_loader_names_a_missing_column(tmp_path: Path) -> None:
+    from fqa_analysis.core.results import load_relevance_recipes
+    from fqa_analysis.errors import DataError
+
+    _rows("a", [[0.1, 0.9]], [1]).drop(columns=["rank"]).to_parquet(tmp_path / "relevance_recipes.parquet")
+    with pytest.raises(DataError, match=r"missing column\(s\) \['rank'\].*fqa run relevance"):
+        load_relevance_recipes(tmp_path)

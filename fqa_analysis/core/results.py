@@ -22,6 +22,7 @@ __all__ = [
     "load_candidates",
     "load_frozen5_candidates",
     "load_manifest",
+    "load_relevance_recipes",
     "load_stage",
     "load_table",
     "results_dir",
@@ -68,6 +69,43 @@ def load_frozen5_candidates(results_dir: Path) -> pd.DataFrame:
     frozen = load_table(results_dir, FROZEN5_TABLE)
     frame = pd.concat([rqa, frozen[rqa.columns]], ignore_index=True)
     validate_candidates(frame, results_dir / FROZEN5_TABLE)
+    return frame
+
+
+#: Columns of ``relevance_recipes.parquet`` (``fqa run relevance``).
+RECIPE_COLUMNS: tuple[str, ...] = (
+    "recipe",
+    "seed",
+    "domain",
+    "question_id",
+    "passage_id",
+    "rank",
+    "is_gold",
+    "p_bad",
+    "p_could_be_improved",
+    "p_acceptable",
+    "p_excellent",
+)
+
+
+def load_relevance_recipes(results_dir: Path) -> pd.DataFrame:
+    """``relevance_recipes.parquet``: the relevance model's recipes on held-out QA-train questions.
+
+    Raises:
+        DataError: The file is missing or unreadable, or lacks a column (names it and the command).
+    """
+    path = results_dir / "relevance_recipes.parquet"
+    frame = load_table(results_dir, path.name)
+    missing = [c for c in RECIPE_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(
+            DataProblem(
+                path,
+                "(columns)",
+                f"missing column(s) {missing}",
+                f"rerun `fqa run relevance --out {results_dir}` with this version of the package",
+            )
+        )
     return frame
 
 
