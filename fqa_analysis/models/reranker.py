@@ -19,7 +19,7 @@ import copy
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,11 +100,14 @@ class RerankConfig:
     #: ``cpu`` or ``cuda`` (resolve ``auto`` with :func:`resolve_device` first). bfloat16 autocast
     #: on both; a model trained on another device is another model (its own cache key).
     device: str = "cpu"
+    #: Score with int8 dynamic quantization of the linear layers (CPU only; training is
+    #: unaffected). Measured by ``benchmarks/scoring_precision.py`` before it is adopted.
+    int8_scoring: bool = False
 
 
 #: Settings added after models were cached, with the default that reproduces the earlier code:
 #: left out of cache keys at that default, so those models stay valid.
-_LATER_FIELDS: dict[str, object] = {"pooling": "cls", "device": "cpu"}
+_LATER_FIELDS: dict[str, object] = {"pooling": "cls", "device": "cpu", "int8_scoring": False}
 
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 
@@ -444,4 +447,13 @@ def predict(
     """P_phi(y | Q, A) for every pair id (rows sum to 1), from trained weights."""
     top = _Top(config, seed=0)
     top.modules.load_state_dict(weights)
+    if config.int8_scoring:
+        if config.device != "cpu":
+            raise ValueError("int8_scoring runs on the CPU only; use device 'cpu' or leave it off")
+        import torch
+
+        # in place: the transformer layers in `modules` are the ones `logits` runs
+        quantize = torch.ao.quantization.quantize_dynamic
+        quantize(top.modules, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)  # type: ignore[no-untyped-call]
+        config = replace(config, bf16=False)
     return _predict(top, ids, states, config)
