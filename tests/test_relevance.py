@@ -159,3 +159,21 @@ def test_recipe_loader_names_a_missing_column(tmp_path: Path) -> None:
     _rows("a", [[0.1, 0.9]], [1]).drop(columns=["rank"]).to_parquet(tmp_path / "relevance_recipes.parquet")
     with pytest.raises(DataError, match=r"missing column\(s\) \['rank'\].*fqa run relevance"):
         load_relevance_recipes(tmp_path)
+
+
+def test_rerank_runs_accumulate_only_under_one_configuration() -> None:
+    from fqa_analysis.stages.rerank import _kept_rows
+
+    frame = pd.DataFrame(
+        {
+            "reranker": ["none", "vanilla", "vanilla", "feedback_kl", "frozen_thing"],
+            "seed": [0, 0, 1, 0, 0],
+            "p_bad": 0.0,
+            "p_could_be_improved": 0.0,
+            "p_acceptable": 0.0,
+            "p_excellent": [np.nan, 0.1, 0.2, 0.3, 0.4],
+        }
+    )
+    kept = _kept_rows(frame, set(VARIANTS), {"vanilla/seed1"})
+    assert kept["reranker"].tolist() == ["none", "vanilla", "frozen_thing"]
+    assert kept["seed"].tolist() == [0, 1, 0] and kept["p_excellent"].dtype == np.float32

@@ -70,7 +70,7 @@ from fqa_analysis.models.reranker_data import (
 )
 from fqa_analysis.models.retrieval import SYSTEMS
 from fqa_analysis.profiling import stage
-from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
+from fqa_analysis.stages.manifest import add_compute_times, manifest_entry, provenance, update_manifest
 from fqa_analysis.stages.rqa import write_candidates
 
 __all__ = [
@@ -602,6 +602,44 @@ def score_cached(
     return np.stack([known[i] for i in ids]) if ids else np.zeros((0, 4), np.float32), not missing
 
 
+#: Config fields that may differ between two runs whose models sit side by side in results/.
+_RUN_FIELDS: tuple[str, ...] = ("variants", "seeds", "score_rqa")
+
+
+def _accumulated_runs(previous: dict[str, Any], config_record: dict[str, Any], ran: set[str]) -> set[str]:
+    """The earlier entry's ``variant/seedN`` runs to keep beside this run's.
+
+    Kept only where the earlier run had this run's configuration (the relevance recipe, the
+    model settings, the data) but for which variants, seeds and RQA systems ran: so the stage can
+    be run a variant or a seed at a time (``--variants vanilla --seeds 0``) and accumulate. Under
+    another configuration the earlier runs are dropped, never mixed with this run's.
+
+    Example:
+        >>> runs = {"vanilla/seed0": {}, "vanilla/seed1": {}}
+        >>> old = {"config": {"model": 1, "seeds": [0]}, "histories": runs}
+        >>> sorted(_accumulated_runs(old, {"model": 1, "seeds": [1]}, {"vanilla/seed1"}))
+        ['vanilla/seed0']
+        >>> _accumulated_runs(old, {"model": 2, "seeds": [1]}, {"vanilla/seed1"})
+        set()
+    """
+
+    def comparable(record: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in json.loads(json.dumps(record)).items() if k not in _RUN_FIELDS}
+
+    if not previous or comparable(previous.get("config", {})) != comparable(config_record):
+        return set()
+    return set(previous.get("histories", {})) - ran
+
+
+def _kept_rows(frame: pd.DataFrame, stale: set[str], runs: set[str]) -> pd.DataFrame:
+    """Rows of ``frame`` to keep: other rerankers' (e.g. the RQA alone), and the kept ``runs``'."""
+    run = frame["reranker"].astype(str) + "/seed" + frame["seed"].astype(str)
+    out = frame[~frame["reranker"].isin(stale) | run.isin(runs)].copy()
+    # one dtype for P_phi on both sides (a table from an older rqa stage has float64 NaNs there)
+    out[RATING_COLUMNS] = out[RATING_COLUMNS].astype(np.float32)
+    return out
+
+
 def run_rerank(
     data_dir: Path, out_dir: Path, config: RerankRunConfig | None = None, cache_root: Path | None = None
 ) -> dict[str, Any]:
@@ -661,15 +699,36 @@ def run_rerank(
                 )
             )
     reranked = pd.concat(new_rows, ignore_index=True)
-    kept = candidates[~candidates["reranker"].isin(config.variants)].copy()
-    # one dtype for P_phi on both sides (a table from an older rqa stage has float64 NaNs there)
-    kept[RATING_COLUMNS] = kept[RATING_COLUMNS].astype(np.float32)
-    table = pd.concat([kept, reranked], ignore_index=True)
-    write_candidates(out_dir, table)
-    atomic_write_parquet(
-        out_dir / "rating_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
-    )
+    predictions = pd.concat(prediction_rows, ignore_index=True)
     config_record = {**asdict(config), "variants": {v: VARIANTS[v]._asdict() for v in config.variants}}
+    previous = manifest_entry(out_dir, "rerank")
+    ran = {f"{v}/seed{s}" for v in config.variants for s in config.seeds}
+    earlier_runs = _accumulated_runs(previous, config_record, ran)
+    # runs of another configuration (or another code's variants) never sit beside this one's
+    stale = set(VARIANTS) | set(previous.get("config", {}).get("variants", {}))
+    table = pd.concat(
+        [
+            _kept_rows(candidates, stale, earlier_runs),
+            reranked.astype({c: np.float32 for c in RATING_COLUMNS}),
+        ],
+        ignore_index=True,
+    )
+    write_candidates(out_dir, table)
+    old_predictions = out_dir / "rating_predictions.parquet"
+    kept_predictions = (
+        _kept_rows(pd.read_parquet(old_predictions), stale, earlier_runs)
+        if old_predictions.exists()
+        else None
+    )
+    atomic_write_parquet(old_predictions, pd.concat([kept_predictions, predictions], ignore_index=True))
+    if earlier_runs:
+        histories = {**{k: previous["histories"][k] for k in earlier_runs}, **histories}
+        carried = {k: v for k, v in previous["timings"].items() if k.rsplit("/", 1)[0] in earlier_runs}
+        from_cache.update(dict.fromkeys(carried, True))  # not computed now: their compute_s carries over
+        timings = {**carried, **timings}
+        runs = {r.split("/")[0] for r in histories}
+        config_record["variants"] = {v: VARIANTS[v]._asdict() for v in VARIANTS if v in runs}
+        config_record["seeds"] = sorted({int(r.split("/seed")[1]) for r in histories})
     # Steps are named per variant and seed, so which ones ran is not part of the comparison; the
     # scored RQA systems change no model, and a score step that adds pairs extends the last one.
     add_compute_times(
