@@ -338,11 +338,10 @@ gap.pivot(index="rqa", columns="system", values="closed").reindex(
 #
 # Every reranker in the tables above starts from MiniLM, a sentence-embedding network, not a relevance model; `vanilla` learns relevance from one pointwise pseudo negative per question, and the feedback-only rerankers learn almost none. The paper starts from a pretrained BART-large and a practitioner would start from a pretrained relevance cross-encoder; neither can be downloaded here, so the project trains its own: the `vanilla` reranker (QA data only: gold passage Excellent, negatives drawn from zero-shot MiniLM's top 10 non-gold Bad), from which every feedback-trained reranker now continues (`fqa run rerank`; the from-MiniLM rows stay as `*_scratch`).
 #
-# Its recipe is chosen here, on **held-out QA-train questions, never a test file**: one in ten QA-train questions (by a hash of the question's text, the same questions for every recipe) is held out of every recipe's training, and each recipe's model (seed 0) ranks, for the held-out questions of the four feedback domains, the gold passage against the four best non-gold passages of zero-shot MiniLM. **AUC** pools every candidate (gold vs the others, P(Excellent)), **alone** is the share of questions whose gold ranks first, **MRR** the gold's mean reciprocal rank. One lever changes at a time from the earlier recipe (`pointwise_1neg_feedback`): the listwise term (the softmax over a question's gold and its negatives of log P(Excellent), added to the pointwise 4-way cross-entropy, which keeps the rating head), the negatives per question, Quebec's QA-train questions (QA data, though without feedback). Δ alone is paired over the held-out questions against the earlier recipe, Holm over the family; training minutes are this 2-core CPU's, float32.
+# Its recipe is chosen here, on **held-out QA-train questions, never a test file**: one in ten QA-train questions (by a hash of the question's text, the same questions for every recipe) is held out of every recipe's training, and each recipe's model (seed 0) ranks, for the held-out questions of the four feedback domains, the gold passage against the four best non-gold passages of zero-shot MiniLM. **AUC** pools every candidate (gold vs the others, P(Excellent)), **alone** is the share of questions whose gold ranks first, **MRR** the gold's mean reciprocal rank. One lever changes at a time from the earlier recipe (`pointwise_1neg_feedback`): the listwise term (the softmax over a question's gold and its negatives of log P(Excellent), added to the pointwise 4-way cross-entropy, which keeps the rating head), the negatives per question, Quebec's QA-train questions (QA data, though without feedback). Δ alone is paired over the held-out questions against the earlier recipe, Holm over the family; training minutes are this 2-core CPU's (float32: the CPU has no native bfloat16), each epoch's training and selection pass as the model recorded it.
 
 # %% tags=["hide-input"]
 DOMAIN_SETS = {tuple(data.FEEDBACK_DOMAINS): "feedback (4)", tuple(data.DOMAINS): "all 5"}
-relevance_timings = pd.DataFrame(relevance["timings"]).T
 recipe_view = pd.DataFrame(
     {
         "loss": [recipe_info[r]["loss"] for r in recipes.index],
@@ -364,8 +363,10 @@ recipe_view = pd.DataFrame(
             for r in recipes.index
         ],
         "Holm p": ["" if r == EARLIER_RECIPE else f"{recipes.loc[r, 'p_holm']:.3g}" for r in recipes.index],
+        # the model's own record of its epochs (training and the epoch's selection pass): true
+        # also where a rerun read the model from the cache
         "training (min)": [
-            f"{relevance_timings.loc[f'{r}/train', 'compute_s'] / 60:.0f}" for r in recipes.index
+            f"{sum(e['wall_s'] for e in recipe_info[r]['history']['epochs']) / 60:.0f}" for r in recipes.index
         ],
     },
     index=pd.Index([breakable(r) for r in recipes.index], name="recipe"),
