@@ -16,7 +16,7 @@ from typing import Any
 
 from fqa_analysis.cache import atomic_write_json
 
-__all__ = ["add_compute_times", "manifest_entry", "provenance", "update_manifest"]
+__all__ = ["add_compute_times", "manifest_entry", "model_training_compute", "provenance", "update_manifest"]
 
 
 def provenance(timings: dict[str, Any], cache_version: str) -> dict[str, Any]:
@@ -109,6 +109,28 @@ def add_compute_times(
                 if cached and before
                 else record["peak_rss_mb"]
             )
+
+
+def model_training_compute(timings: dict[str, Any], histories: dict[str, dict[str, Any]]) -> None:
+    """Give a ``<run>/train`` step read from the cache the compute its model recorded when it trained.
+
+    ``add_compute_times`` carries a cached step's cost over from the previous manifest entry; where
+    there is none (a run interrupted before writing it, another results folder), the model's own
+    history (each epoch's ``wall_s``: training and the epoch's selection pass) is the truthful cost.
+
+    Example:
+        >>> t = {"a/train": {"from_cache": True, "compute_s": 0.5}}
+        >>> model_training_compute(t, {"a": {"epochs": [{"wall_s": 60.0}, {"wall_s": 61.0}]}})
+        >>> t["a/train"]["compute_s"]
+        121.0
+    """
+    for run, history in histories.items():
+        record = timings.get(f"{run}/train")
+        if record is None or not record.get("from_cache"):
+            continue
+        trained = round(sum(e.get("wall_s", 0.0) for e in history.get("epochs", [])), 2)
+        if trained > record.get("compute_s", 0.0):
+            record["compute_s"] = trained
 
 
 def manifest_entry(out_dir: Path, stage_name: str) -> dict[str, Any]:

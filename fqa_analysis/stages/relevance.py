@@ -29,7 +29,13 @@ from fqa_analysis.core.candidates import RATING_COLUMNS
 from fqa_analysis.models.reranker import CACHE_VERSION, encode_pairs, pair_id
 from fqa_analysis.models.reranker_data import question_groups
 from fqa_analysis.profiling import stage
-from fqa_analysis.stages.manifest import add_compute_times, manifest_entry, provenance, update_manifest
+from fqa_analysis.stages.manifest import (
+    add_compute_times,
+    manifest_entry,
+    model_training_compute,
+    provenance,
+    update_manifest,
+)
 from fqa_analysis.stages.rerank import (
     RerankRunConfig,
     _pseudo_pairs,
@@ -223,6 +229,7 @@ def run_relevance(
     config_record = asdict(config)
     manifest = out_dir / "manifest.json"
     add_compute_times(manifest, "relevance", timings, from_cache, config_record, ("recipes",))
+    model_training_compute(timings, {name: r["history"] for name, r in record.items()})
     entry_timings = {
         **{
             k: v

@@ -70,7 +70,13 @@ from fqa_analysis.models.reranker_data import (
 )
 from fqa_analysis.models.retrieval import SYSTEMS
 from fqa_analysis.profiling import stage
-from fqa_analysis.stages.manifest import add_compute_times, manifest_entry, provenance, update_manifest
+from fqa_analysis.stages.manifest import (
+    add_compute_times,
+    manifest_entry,
+    model_training_compute,
+    provenance,
+    update_manifest,
+)
 from fqa_analysis.stages.rqa import write_candidates
 
 __all__ = [
@@ -740,6 +746,7 @@ def run_rerank(
         ("variants", "seeds", "score_rqa"),
         frozenset(extended),
     )
+    model_training_compute(timings, histories)
     entry = {
         "stage": "rerank",
         "protocol": protocol,
