@@ -231,6 +231,12 @@ STAGES: dict[str, set[str]] = {
         "max_steps",
         "explain_rate_epochs",
         "explain_rate_form",
+        # the relevance model its encoder starts from
+        "negatives",
+        "relevance_loss",
+        "negative_source",
+        "relevance_domains",
+        "relevance_epochs",
     },
 }
 STAGES["all"] = set().union(*STAGES.values())
@@ -457,6 +463,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 seeds=seeds,
                 rqa=args.rescore or ExplainRateRunConfig.rqa,
                 subset=args.subset,
+                relevance=rerank,
             )
             _report(run_explain_rate(data_dir, args.out, explain_rate, args.cache_dir))
     return 0

@@ -71,7 +71,10 @@ def test_a_bad_value_is_one_line_and_exit_2(
         (["rerank", "--explain-epochs", "3"], "--explain-epochs is read by stage explain only"),
         (["explain", "--seeds", "0"], "--seeds is read by stage rerank / beyond / explain_rate only"),
         (["rerank", "--experiment-seeds", "1"], "--experiment-seeds is read by stage beyond only"),
-        (["relevance", "--negatives", "3"], "--negatives is read by stage rerank / beyond only"),
+        (
+            ["relevance", "--negatives", "3"],
+            "--negatives is read by stage rerank / beyond / explain_rate only",
+        ),
         (["rerank", "--recipes", "listwise_3neg_all"], "--recipes is read by stage relevance only"),
         (
             ["rqa", "--systems", "bm25,minilm", "--epochs", "2"],

@@ -177,3 +177,22 @@ def test_rerank_runs_accumulate_only_under_one_configuration() -> None:
     kept = _kept_rows(frame, set(VARIANTS), {"vanilla/seed1"})
     assert kept["reranker"].tolist() == ["none", "vanilla", "frozen_thing"]
     assert kept["seed"].tolist() == [0, 1, 0] and kept["p_excellent"].dtype == np.float32
+
+
+def test_encoder_layers_come_from_the_rerankers_top_layers() -> None:
+    torch = pytest.importorskip("torch")
+    from fqa_analysis.models.explain_rate import load_encoder_layers
+
+    encoder = torch.nn.ModuleList([torch.nn.Linear(2, 2) for _ in range(3)])
+    # a reranker that trained the top two layers: its layer i is the encoder's layer 1 + i
+    trained = torch.nn.ModuleList(
+        [torch.nn.ModuleList([torch.nn.Linear(2, 2) for _ in range(2)]), torch.nn.Linear(2, 4)]
+    )
+    for p in trained.parameters():
+        torch.nn.init.constant_(p, 7.0)
+    before = encoder[0].weight.detach().clone()
+    assert load_encoder_layers(encoder, trained.state_dict()) == 2
+    assert torch.equal(encoder[0].weight, before)
+    assert float(encoder[1].weight.detach().sum()) == 28.0 and float(encoder[2].bias.detach().sum()) == 14.0
+    with pytest.raises(ValueError, match="hold 0 transformer layer"):
+        load_encoder_layers(encoder, {"1.weight": torch.zeros(4, 2)})

@@ -63,6 +63,7 @@ __all__ = [
     "ExplainRateConfig",
     "ExplainRateModel",
     "RatedExplanations",
+    "load_encoder_layers",
     "rated_explanations",
     "train_explain_rate",
 ]
@@ -198,14 +199,27 @@ class ExplainRateModel:
         self.modules = torch.nn.ModuleList([self.model, self.head, self.dropout])
 
     @classmethod
-    def new(cls, config: ExplainRateConfig, seed: int) -> ExplainRateModel:
-        """MiniLM2MiniLM with a fresh head (initialised from ``seed``)."""
+    def new(
+        cls, config: ExplainRateConfig, seed: int, encoder_layers: dict[str, Any] | None = None
+    ) -> ExplainRateModel:
+        """MiniLM2MiniLM with a fresh head (initialised from ``seed``).
+
+        Args:
+            config: Settings.
+            seed: Seed of the head and the decoder's new cross-attention.
+            encoder_layers: A reranker's weights (:func:`.reranker.train_reranker`) whose
+                transformer layers replace the encoder's top layers: the relevance model the
+                rate-only rerankers continue from, so that both start on equal footing.
+        """
         import torch
         from transformers import AutoTokenizer
 
         torch.manual_seed(seed)
         tokenizer = AutoTokenizer.from_pretrained(minilm_path())
-        return cls(tokenizer, _new_model(tokenizer), config)
+        model = _new_model(tokenizer)
+        if encoder_layers is not None:
+            load_encoder_layers(model.encoder.encoder.layer, encoder_layers)
+        return cls(tokenizer, model, config)
 
     def _encode(self, pairs: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
         src = _source(self.tokenizer, pairs, self.config.source_max_len).to(self.config.device)
@@ -326,6 +340,36 @@ class ExplainRateModel:
         self.modules.load_state_dict(weights)
 
 
+def load_encoder_layers(layers: Any, reranker_weights: dict[str, Any]) -> int:
+    """Copy a reranker's trained transformer layers into the top of an encoder's layer list.
+
+    The reranker's state dict holds its trained layers under ``0.<i>.`` (the layers above its
+    frozen ones) and its head under ``1.``; its layer ``i`` is the encoder's layer
+    ``len(layers) - n + i`` where it trained ``n`` layers.
+
+    Returns:
+        The number of layers copied.
+
+    Raises:
+        ValueError: The weights hold no layers, or more than the encoder has.
+    """
+    per_layer: dict[int, dict[str, Any]] = {}
+    for key, value in reranker_weights.items():
+        group, _, rest = key.partition(".")
+        if group == "0":
+            index, _, name = rest.partition(".")
+            per_layer.setdefault(int(index), {})[name] = value
+    if not per_layer or len(per_layer) > len(layers):
+        raise ValueError(
+            f"the reranker's weights hold {len(per_layer)} transformer layer(s); the encoder has "
+            f"{len(layers)}: pass a reranker's state dict (train_reranker's weights)"
+        )
+    offset = len(layers) - len(per_layer)
+    for i, weights in sorted(per_layer.items()):
+        layers[offset + i].load_state_dict(weights)
+    return len(per_layer)
+
+
 def _model_key(config: ExplainRateConfig) -> dict[str, Any]:
     """What a trained model's cache key reads: every setting, ``device`` only when not the CPU.
 
@@ -347,8 +391,12 @@ def train_explain_rate(
     config: ExplainRateConfig,
     seed: int,
     cache_root: Path,
+    encoder_init: tuple[Path, dict[str, Any]] | None = None,
 ) -> tuple[ExplainRateModel, Path, dict[str, Any]]:
     """Train one explain-then-rate reranker, or load it from the cache (keyed by content).
+
+    ``encoder_init``: a reranker's cache folder and weights whose layers the encoder starts from
+    (:meth:`ExplainRateModel.new`); the folder's name (a content key) is part of the model's key.
 
     Returns:
         ``(model with the best epoch's weights, its cache folder, history)``; the history holds
@@ -360,10 +408,15 @@ def train_explain_rate(
 
     torch.set_num_threads(config.threads)
     key = content_key(
-        CACHE_VERSION, _model_key(config), seed, [asdict(p) for p in fit], [asdict(p) for p in select]
+        CACHE_VERSION,
+        _model_key(config),
+        seed,
+        [asdict(p) for p in fit],
+        [asdict(p) for p in select],
+        *([] if encoder_init is None else [("encoder_init", encoder_init[0].name)]),
     )
     folder = cache_root / "explain_rate" / key
-    model = ExplainRateModel.new(config, seed)
+    model = ExplainRateModel.new(config, seed, None if encoder_init is None else encoder_init[1])
     if (folder / "history.json").exists():
         model.load_state(torch.load(folder / "weights.pt", weights_only=True))
         return model, folder, {**json.loads((folder / "history.json").read_text()), "from_cache": True}

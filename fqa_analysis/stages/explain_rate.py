@@ -49,7 +49,7 @@ from fqa_analysis.models.reranker_data import feedback_item_sets
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.explain import Embedder, rating_classifier
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
-from fqa_analysis.stages.rerank import candidate_texts, stored_probabilities
+from fqa_analysis.stages.rerank import RerankRunConfig, candidate_texts, relevance_model, stored_probabilities
 
 __all__ = ["RERANKER", "ExplainRateRunConfig", "output_name", "reranker_name", "run_explain_rate"]
 
@@ -71,6 +71,10 @@ class ExplainRateRunConfig:
             (a pair two systems share is generated once).
         subset: First N items of every feedback split and of every test set (CI smoke runs).
         holdout: Held-out share of questions (``available`` protocol), as for the rerankers.
+        start: ``relevance``: the encoder's layers start from the same seed's relevance model
+            (the rerank stage's ``vanilla``, which the rate-only ``feedback_kl`` continues from:
+            the two are compared on equal footing); ``minilm``: from MiniLM.
+        relevance: The rerank stage's settings that name the relevance model (its recipe).
     """
 
     model: ExplainRateConfig = field(default_factory=ExplainRateConfig)
@@ -78,6 +82,8 @@ class ExplainRateRunConfig:
     rqa: tuple[str, ...] = ("hybrid", "minilm_ft")
     subset: int | None = None
     holdout: float = 0.2
+    start: str = "relevance"
+    relevance: RerankRunConfig = field(default_factory=RerankRunConfig)
 
 
 def output_name(form: str) -> str:
@@ -146,9 +152,18 @@ def run_explain_rate(
     with stage(timings, "rating_classifier"):
         classifier = rating_classifier(embedder, explanation_examples(fit_items))
     candidate_rows, prediction_rows, histories = [], [], {}
+    if config.start not in ("relevance", "minilm"):
+        raise ValueError(f"unknown start {config.start!r}; use 'relevance' or 'minilm'")
     for seed in config.seeds:
+        init = None
+        if config.start == "relevance":
+            with stage(timings, f"seed{seed}/relevance_model"):
+                weights, _, r_folder, from_cache[f"seed{seed}/relevance_model"] = relevance_model(
+                    data_dir, config.relevance, seed, cache_root
+                )
+            init = (r_folder, weights)
         with stage(timings, f"seed{seed}/train"):
-            model, folder, history = train_explain_rate(fit, select, config.model, seed, cache_root)
+            model, folder, history = train_explain_rate(fit, select, config.model, seed, cache_root, init)
         from_cache[f"seed{seed}/train"] = bool(history["from_cache"])
         histories[f"seed{seed}"] = {k: v for k, v in history.items() if k != "from_cache"}
         with stage(timings, f"seed{seed}/score"):

@@ -30,7 +30,7 @@ be downloaded here, so the project trains its own relevance model on QA data fir
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -89,6 +89,7 @@ __all__ = [
     "example_ids",
     "is_held_out",
     "ranked_passages",
+    "relevance_model",
     "relevance_splits",
     "replay_sample",
     "rerank_inputs",
@@ -462,13 +463,15 @@ def train_or_load(
     seed: int,
     examples: Sequence[tuple[str, np.ndarray]],
     select: Sequence[tuple[str, np.ndarray]],
-    states: PairStates,
+    states: PairStates | Callable[[], PairStates],
     model: RerankConfig,
     cache_root: Path,
     init: tuple[Path, dict[str, Any]] | None = None,
     groups: Sequence[Sequence[int]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], Path, bool]:
     """Train one reranker, or load it when one with the same content key was trained before.
+
+    ``states`` may be a function that encodes them: it is called only when the model must train.
 
     The key covers the code version, the model settings, ``name``, the seed, every training
     and selection example, the model it continues from (``init``: that model's cache folder,
@@ -495,6 +498,8 @@ def train_or_load(
         weights = torch.load(folder / "weights.pt", weights_only=False)
         history = torch.load(folder / "history.pt", weights_only=False)
         return weights, history, folder, True
+    if callable(states):
+        states = states()
     weights, history = train_reranker(
         examples, select, states, model, seed, init=None if init is None else init[1], groups=groups
     )
@@ -503,6 +508,33 @@ def train_or_load(
     torch.save(weights, folder / "weights.tmp")
     (folder / "weights.tmp").replace(folder / "weights.pt")  # written last: marks the model done
     return weights, history, folder, False
+
+
+def relevance_model(
+    data_dir: Path, config: RerankRunConfig, seed: int, cache_root: Path
+) -> tuple[dict[str, Any], dict[str, Any], Path, bool]:
+    """One seed's relevance model (``vanilla``) under ``config``'s recipe: the stage's, from the cache.
+
+    The same content key as the rerank stage's ``vanilla`` of that seed (and the relevance
+    stage's recipe), so a stage built on it (explain-then-rate's encoder) loads the model those
+    stages trained; it trains it (encoding its pairs first) only when none is cached.
+
+    Returns:
+        As :func:`train_or_load`.
+    """
+    fit, select = _pseudo_pairs(data_dir, config, cache_root)
+    model = replace(config.model, epochs=config.variant_epochs.get("vanilla", config.model.epochs))
+    pairs = [(p.question, p.passage_text) for p in fit + select]
+    return train_or_load(
+        "vanilla",
+        seed,
+        example_ids(fit, "kl"),
+        example_ids(select, "kl"),
+        lambda: encode_pairs(pairs, config.model, cache_root),
+        model,
+        cache_root,
+        groups=question_groups(fit) if config.relevance_loss == "listwise" else None,
+    )
 
 
 def stage_model(
