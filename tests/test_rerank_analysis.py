@@ -172,3 +172,27 @@ def test_score_separation_by_hand() -> None:
     assert t["auc_expected_rating"] == 1.0
     # within-question sd of p_rqa: |0.5 - 0.4| / sqrt(2) and |0.6 - 0.3| / sqrt(2)
     assert t["spread_p_rqa"] == pytest.approx((0.1 + 0.3) / 2 / np.sqrt(2))
+
+
+def test_compare_family_holms_over_every_rqa_and_pair() -> None:
+    from fqa_analysis.core.reranking import compare_family
+    from fqa_analysis.core.stats import holm
+
+    one = _outcomes()
+    # a second RQA system and a second reranker y (= x's outcomes with question 3 right in seed 1)
+    y = one[one["reranker"] == "x"].assign(reranker="y")
+    y.loc[(y["seed"] == 1) & (y["question_id"] == 3), "correct"] = 1
+    both = pd.concat([one, y])
+    outcomes = pd.concat([both, both.assign(rqa="s")], ignore_index=True)
+    table = compare_family(outcomes, [("x", "none"), ("y", "x")], ["CDC", "WHO"], n_resamples=500)
+    assert table[["rqa", "system", "baseline"]].values.tolist() == [
+        ["r", "x", "none"],
+        ["s", "x", "none"],
+        ["r", "y", "x"],
+        ["s", "y", "x"],
+    ]
+    # y minus x, seed-averaged: question 3 gains 1/3 -> delta 1/12
+    assert table["delta"].iloc[2] == pytest.approx(1 / 12)
+    assert table["p_holm"].tolist() == pytest.approx(holm(table["p_value"].tolist()).tolist())
+    with pytest.raises(ValueError, match=r"no outcomes of reranker\(s\) \['z'\]"):
+        compare_family(outcomes, [("z", "none")])

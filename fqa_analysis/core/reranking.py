@@ -40,6 +40,7 @@ from fqa_analysis.data import FEEDBACK_DOMAINS
 __all__ = [
     "AGREEMENT_SUBSETS",
     "auc",
+    "compare_family",
     "compare_to_baseline",
     "constant_rating_quality",
     "join_annotators",
@@ -142,6 +143,43 @@ def compare_to_baseline(
         frame["signature"] = cmp.signature()
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def compare_family(
+    outcomes: pd.DataFrame,
+    pairs: Sequence[tuple[str, str]],
+    overall_domains: Sequence[str] = FEEDBACK_DOMAINS,
+    average: Average = "micro",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Each ``(system, baseline)`` reranker pair within every RQA system, Holm over the whole family.
+
+    The paper's claim that feedback adds to QA data is such a family: ``combined`` and
+    ``feedback_kl`` against ``vanilla`` on every RQA system. Each comparison is
+    :func:`compare_to_baseline`'s (seed-averaged per-question outcomes, paired bootstrap stratified
+    by test set); ``p_holm`` is then corrected over every (RQA, pair) row together, not per RQA.
+
+    Returns:
+        ``rqa, system, baseline`` and the comparison columns, one row per (RQA, pair).
+
+    Raises:
+        ValueError: A reranker of ``pairs`` has no rows in ``outcomes``.
+    """
+    present = set(outcomes["reranker"])
+    missing = sorted({r for pair in pairs for r in pair} - present)
+    if missing:
+        raise ValueError(f"no outcomes of reranker(s) {missing} (have: {sorted(present)})")
+    frames = []
+    for baseline in dict.fromkeys(b for _, b in pairs):
+        systems = [s for s, b in pairs if b == baseline]
+        block = outcomes[outcomes["reranker"].isin([baseline, *systems])]
+        cmp = compare_to_baseline(block, baseline, overall_domains, average, n_resamples, seed)
+        frames.append(cmp[cmp["system"].isin(systems)].assign(baseline=baseline))
+    out = pd.concat(frames, ignore_index=True)
+    out["p_holm"] = holm(out["p_value"].tolist())
+    first = ["rqa", "system", "baseline"]
+    return out[first + [c for c in out.columns if c not in first]]
 
 
 def score_ablation(
