@@ -22,15 +22,12 @@ from fqa_analysis import data
 from fqa_analysis.cache import default_cache_root
 from fqa_analysis.core.reranking import auc
 from fqa_analysis.models.reranker import encode_pairs, pair_id, predict
-from fqa_analysis.models.reranker_data import question_groups
 from fqa_analysis.profiling import peak_rss_mb
 from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig, eval_candidates
 from fqa_analysis.stages.rerank import (
-    _pseudo_pairs,
-    example_ids,
     ranked_passages,
+    relevance_model,
     relevance_splits,
-    train_or_load,
 )
 
 
@@ -47,21 +44,10 @@ def main() -> None:
     table = eval_candidates(
         splits, ranked_passages(splits, "minilm", config.rerank.negative_pool + 1, cache), config.eval_depth
     )
-    recipe = RECIPES[args.recipe]
-    fit, select = _pseudo_pairs(data_dir, recipe.apply(config.rerank), cache)
-    model = replace(config.rerank.model, epochs=recipe.epochs, bf16=False)
-    pairs = [(p.question, p.passage_text) for p in fit + select]
-    pairs += list(zip(table["question"], table["passage_text"], strict=True))
-    states = encode_pairs(pairs, model, cache)
-    weights, _, _, cached = train_or_load(
-        "vanilla",
-        config.seed,
-        example_ids(fit, "kl"),
-        example_ids(select, "kl"),
-        states,
-        model,
-        cache,
-        groups=question_groups(fit) if recipe.loss == "listwise" else None,
+    model = replace(config.rerank.model, bf16=False)
+    states = encode_pairs(list(zip(table["question"], table["passage_text"], strict=True)), model, cache)
+    weights, _, _, cached = relevance_model(
+        data_dir, RECIPES[args.recipe].apply(config.rerank), config.seed, cache
     )
     print(f"recipe {args.recipe}: model {'from the cache' if cached else 'trained now'}; {len(table)} pairs")
     ids = [pair_id(q, p) for q, p in zip(table["question"], table["passage_text"], strict=True)]
