@@ -220,9 +220,10 @@ def run_relevance(
     cols = ["recipe", "seed", "domain", "question_id", "passage_id", "rank", "is_gold", *RATING_COLUMNS]
     path = out_dir / "relevance_recipes.parquet"
     # a run of some recipes keeps the rows (and records) of the others, as the rerank stage does
-    kept = pd.read_parquet(path) if path.exists() else pd.DataFrame(columns=cols)
-    kept = kept[~kept["recipe"].isin(config.recipes)]
-    out = pd.concat([kept, *frames], ignore_index=True)[cols]
+    if path.exists():
+        kept = pd.read_parquet(path)
+        frames.insert(0, kept[~kept["recipe"].isin(config.recipes)])
+    out = pd.concat([f for f in frames if not f.empty], ignore_index=True)[cols]
     atomic_write_parquet(path, out)
     earlier = manifest_entry(out_dir, "relevance").get("recipes", {})
     record = {**{k: v for k, v in earlier.items() if k in set(out["recipe"])}, **record}

@@ -758,7 +758,12 @@ def run_rerank(
         if old_predictions.exists()
         else None
     )
-    atomic_write_parquet(old_predictions, pd.concat([kept_predictions, predictions], ignore_index=True))
+    parts = (
+        [predictions]
+        if kept_predictions is None or kept_predictions.empty
+        else [kept_predictions, predictions]
+    )
+    atomic_write_parquet(old_predictions, pd.concat(parts, ignore_index=True))
     if earlier_runs:
         histories = {**{k: previous["histories"][k] for k in earlier_runs}, **histories}
         carried = {k: v for k, v in previous["timings"].items() if k.rsplit("/", 1)[0] in earlier_runs}
