@@ -366,7 +366,7 @@ gap.pivot(index="rqa", columns="system", values="closed").reindex(
 #
 # Every reranker in the tables above starts from MiniLM, a sentence-embedding network, not a relevance model; `vanilla` learns relevance from one pointwise pseudo negative per question, and the feedback-only rerankers learn almost none. The paper starts from a pretrained BART-large and a practitioner would start from a pretrained relevance cross-encoder; neither can be downloaded here, so the project trains its own: the `vanilla` reranker (QA data only: gold passage Excellent, negatives drawn from zero-shot MiniLM's top 10 non-gold Bad), from which every feedback-trained reranker now continues (`fqa run rerank`; the from-MiniLM rows stay as `*_scratch`).
 #
-# Its recipe is chosen here, on **held-out QA-train questions, never a test file**: one in ten QA-train questions (by a hash of the question's text, the same questions for every recipe) is held out of every recipe's training, and each recipe's model (seed 0) ranks, for the held-out questions of the four feedback domains, the gold passage against the four best non-gold passages of zero-shot MiniLM. **AUC** pools every candidate (gold vs the others, P(Excellent)), **alone** is the share of questions whose gold ranks first, **MRR** the gold's mean reciprocal rank. One lever changes at a time from the earlier recipe (`pointwise_1neg_feedback`): the listwise term (the softmax over a question's gold and its negatives of log P(Excellent), added to the pointwise 4-way cross-entropy, which keeps the rating head), the negatives per question, Quebec's QA-train questions (QA data, though without feedback). Δ alone is paired over the held-out questions against the earlier recipe, Holm over the family; training minutes are this 2-core CPU's (float32: the CPU has no native bfloat16), each epoch's training and selection pass as the model recorded it.
+# Its recipe is chosen here, on **held-out QA-train questions, never a test file**: one in ten QA-train questions (by a hash of the question's text, the same questions for every recipe) is held out of every recipe's training, and each recipe's model (seed 0) ranks, for the held-out questions of the four feedback domains, the gold passage against the four best non-gold passages of zero-shot MiniLM. **AUC** pools every candidate (gold vs the others, P(Excellent)), **alone** is the share of questions whose gold ranks first, **MRR** the gold's mean reciprocal rank. The recipes differ in the loss (`listwise`: the softmax over a question's gold and its negatives of log P(Excellent), added to the pointwise 4-way cross-entropy, which keeps the rating head), the negatives per question, the QA-train domains (Quebec's questions are QA data, though without feedback), the negatives' source and the epochs. `fqa run relevance` knows six (`stages.relevance.RECIPES`), each changing one lever at a time; the table shows the ones measured so far: the earlier recipe and the stage's default, which differ in three levers at once, so the table says that the default is better, not which lever made it so. Δ alone is paired over the held-out questions against the earlier recipe, Holm over the family; training minutes are this 2-core CPU's (float32: the CPU has no native bfloat16), each epoch's training and selection pass as the model recorded it.
 
 # %% tags=["hide-input"]
 DOMAIN_SETS = {tuple(data.FEEDBACK_DOMAINS): "feedback (4)", tuple(data.DOMAINS): "all 5"}
@@ -380,9 +380,9 @@ recipe_view = pd.DataFrame(
         "negatives from": [recipe_info[r]["source"] for r in recipes.index],
         "epochs": [recipe_info[r]["epochs"] for r in recipes.index],
         "questions trained": [f"{recipe_info[r]['fit_questions']:,}" for r in recipes.index],
-        "AUC": recipes["auc"].map("{:.3f}".format),
-        "alone (%)": (100 * recipes["alone"]).map("{:.1f}".format),
-        "MRR": recipes["mrr"].map("{:.3f}".format),
+        "AUC": [f"{v:.3f}" for v in recipes["auc"]],
+        "alone (%)": [f"{100 * v:.1f}" for v in recipes["alone"]],
+        "MRR": [f"{v:.3f}" for v in recipes["mrr"]],
         "Δ alone (points) [95% CI]": [
             "baseline"
             if r == EARLIER_RECIPE
