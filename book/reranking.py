@@ -397,18 +397,17 @@ gap.pivot(index="rqa", columns="system", values="closed").reindex(
 DOMAIN_SETS = {tuple(data.FEEDBACK_DOMAINS): "feedback (4)", tuple(data.DOMAINS): "all 5"}
 recipe_view = pd.DataFrame(
     {
-        "loss": [recipe_info[r]["loss"] for r in recipes.index],
-        "negatives": [recipe_info[r]["negatives"] for r in recipes.index],
-        "QA-train domains": [
-            DOMAIN_SETS.get(tuple(recipe_info[r]["domains"]), "other") for r in recipes.index
+        # the recipe's levers in one cell, so that the table fits the page
+        "levers: loss, negatives (source), QA-train domains, epochs": [
+            f"{recipe_info[r]['loss']}, {recipe_info[r]['negatives']} ({recipe_info[r]['source']}), "
+            f"{DOMAIN_SETS.get(tuple(recipe_info[r]['domains']), ', '.join(recipe_info[r]['domains']))}, "
+            f"{recipe_info[r]['epochs']}"
+            for r in recipes.index
         ],
-        "negatives from": [recipe_info[r]["source"] for r in recipes.index],
-        "epochs": [recipe_info[r]["epochs"] for r in recipes.index],
-        "questions trained": [f"{recipe_info[r]['fit_questions']:,}" for r in recipes.index],
         "AUC": [f"{v:.3f}" for v in recipes["auc"]],
         "alone (%)": [f"{100 * v:.1f}" for v in recipes["alone"]],
         "MRR": [f"{v:.3f}" for v in recipes["mrr"]],
-        "Δ alone (points) [95% CI]": [
+        "Δ alone, points [95% CI]": [
             "baseline"
             if r == EARLIER_RECIPE
             else f"{100 * recipes.loc[r, 'delta_alone']:+.1f} "
@@ -426,7 +425,8 @@ recipe_view = pd.DataFrame(
 )
 print(
     f"{relevance['eval_questions']} held-out questions, seed 0; the rerank stage's default recipe: "
-    f"{default_recipe}"
+    f"{default_recipe}; QA-train questions trained on: "
+    + ", ".join(f"{r} {recipe_info[r]['fit_questions']:,}" for r in recipes.index)
 )
 recipe_view
 
