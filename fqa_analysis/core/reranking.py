@@ -474,11 +474,12 @@ def recipe_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
 
     Example:
         >>> rows = pd.DataFrame({"recipe": "r", "seed": 0, "domain": "WHO", "question_id": [1, 1, 2, 2],
-        ...     "rank": [1, 2, 1, 2], "is_gold": [False, True, True, False],
+        ...     "rank": [1, 2, 1, 2], "is_gold": [False, True, False, True],
         ...     "p_bad": 0.0, "p_could_be_improved": 0.0, "p_acceptable": 0.0,
         ...     "p_excellent": [0.2, 0.7, 0.4, 0.4]})
-        >>> recipe_outcomes(rows)[["question_id", "correct", "reciprocal_rank"]].values.tolist()
-        [[1, 1, 1.0], [2, 1, 1.0]]
+        >>> out = recipe_outcomes(rows)  # question 2: a tie, and the other candidate has the better rank
+        >>> out["correct"].tolist(), out["reciprocal_rank"].tolist()
+        ([1, 0], [1.0, 0.5])
     """
     keys = list(RECIPE_QUESTION_KEYS)
     golds = rows.groupby(keys, sort=False)["is_gold"].sum()

@@ -414,8 +414,8 @@ def listwise_loss(log_p_excellent: Any, sizes: Sequence[int]) -> Any:
     Example:
         >>> import torch
         >>> lp = torch.log(torch.tensor([0.5, 0.5, 0.9, 0.1]))
-        >>> round(float(listwise_loss(lp, [2, 2])), 4)  # (ln 2 + ln(1/0.9)) / 2
-        0.3992
+        >>> round(float(listwise_loss(lp, [2, 2])), 4)  # (ln 2 + ln(1/0.9)) / 2 = 0.39925
+        0.3993
     """
     import torch
 
