@@ -181,8 +181,8 @@ def test_score_cached_runs_only_pairs_the_model_never_scored(
     monkeypatch.setattr(rerank_stage, "predict", fake_predict)
     model = RerankConfig()
 
-    def score(ids: list[str], earlier: tuple[list[str], ...] = ()) -> tuple[np.ndarray, bool]:
-        return rerank_stage.score_cached(tmp_path, {}, ids, None, model, earlier=earlier)  # type: ignore[arg-type]
+    def score(ids: list[str]) -> tuple[np.ndarray, bool]:
+        return rerank_stage.score_cached(tmp_path, {}, ids, None, model)  # type: ignore[arg-type]
 
     first, cached = score(["b", "a"])
     assert asked == [["a", "b"]] and not cached
@@ -192,11 +192,6 @@ def test_score_cached_runs_only_pairs_the_model_never_scored(
     assert second[:, :2].tolist() == [[2, 99], [1, 98]]
     third, cached = score(["a", "c"])
     assert cached and len(asked) == 2 and third[:, 0].tolist() == [1, 2]
-    # an older code version's exact-key file is read into the store, not recomputed
-    np.save(tmp_path / f"pred_{content_key(['x', 'y'])}.npy", np.full((2, 4), 7.0, np.float32))
-    legacy, cached = score(["y"], earlier=(["z"], ["x", "y"]))
-    assert cached and legacy.tolist() == [[7.0] * 4] and len(asked) == 2
-    assert score(["x", "a"])[0][:, 0].tolist() == [7.0, 1.0]
 
 
 def test_load_stage_names_the_missing_stage_and_the_command(tmp_path: Path) -> None:

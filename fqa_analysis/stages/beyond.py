@@ -187,12 +187,7 @@ def _experiment_rows(
         from_cache[f"{name}/train"] = cached
         with stage(timings, f"{name}/score"):
             probs, from_cache[f"{name}/score"] = score_cached(
-                folder,
-                weights,
-                score_ids,
-                states,
-                config.rerank.model,
-                earlier=[inputs.score_ids, *inputs.earlier_score_ids],
+                folder, weights, score_ids, states, config.rerank.model
             )
         record[name] = {"fit_pairs": len(run.fit), "select_pairs": len(run.select), "history": history}
         tags: dict[str, Any] = {"experiment": run.experiment, "setting": run.setting, "seed": run.seed}
@@ -384,14 +379,7 @@ def _deep_reranked_rows(
     for variant, seed, _, weights, folder in models:
         name = f"deep/{variant}/seed{seed}"
         with stage(timings, name):
-            known, known_cached = score_cached(
-                folder,
-                weights,
-                inputs.score_ids,
-                states,
-                config.rerank.model,
-                earlier=inputs.earlier_score_ids,
-            )
+            known, known_cached = score_cached(folder, weights, inputs.score_ids, states, config.rerank.model)
             fresh, fresh_cached = score_cached(folder, weights, new_ids, both, config.rerank.model)
         from_cache[name] = known_cached and fresh_cached
         lookup = dict(zip(inputs.score_ids, known, strict=True)) | dict(zip(new_ids, fresh, strict=True))
@@ -434,7 +422,8 @@ def run_beyond(
     reranked["p_rqa_t1"] = np.nan  # the RQA's own rows carry it
     deep = pd.concat([deep.astype({c: np.float32 for c in RATING_COLUMNS}), reranked], ignore_index=True)
     # float32 P_theta (the exact float64 values were checked against candidates.parquet above) and
-    # question-major rows keep results/ under 20 MB (DESIGN §4); readers must not rely on row order.
+    # question-major rows keep results/ under 20 MB (ARCHITECTURE.md#results-contract); readers
+    # must not rely on row order.
     deep = deep.astype({"p_rqa": np.float32, "p_rqa_t1": np.float32})
     validate_candidates(deep, out_dir / "deep_candidates.parquet")
     order = ["protocol", "domain", "split", "question_id", "rqa", "rqa_rank", "reranker", "seed"]

@@ -88,10 +88,9 @@ def add_compute_times(
         return {k: v for k, v in json.loads(json.dumps(record)).items() if k not in ignore}
 
     previous: dict[str, Any] = {}
-    if manifest_path.exists():
-        old = json.loads(manifest_path.read_text()).get("stages", {}).get(stage_name, {})
-        if same(old.get("config", {})) == same(config):
-            previous = old.get("timings", {})
+    old = manifest_entry(manifest_path.parent, stage_name)
+    if old and same(old.get("config", {})) == same(config):
+        previous = old.get("timings", {})
     for step, record in timings.items():
         cached = from_cache.get(step, False)
         record["from_cache"] = cached

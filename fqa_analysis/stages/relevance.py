@@ -27,7 +27,6 @@ from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_parquet, default_cache_root
 from fqa_analysis.core.candidates import RATING_COLUMNS
 from fqa_analysis.models.reranker import CACHE_VERSION, encode_pairs, pair_id
-from fqa_analysis.models.reranker_data import question_groups
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import (
     add_compute_times,
@@ -39,13 +38,12 @@ from fqa_analysis.stages.manifest import (
 from fqa_analysis.stages.rerank import (
     RerankRunConfig,
     _pseudo_pairs,
-    example_ids,
     is_held_out,
     ranked_passages,
     relevance_splits,
     score_cached,
     stored_probabilities,
-    train_or_load,
+    train_relevance,
 )
 
 __all__ = ["RECIPES", "Recipe", "RelevanceRunConfig", "eval_candidates", "run_relevance"]
@@ -189,17 +187,9 @@ def run_relevance(
         recipe = RECIPES[name]
         fit, select = sets[name]
         model = replace(config.rerank.model, epochs=recipe.epochs)
-        groups = question_groups(fit) if recipe.loss == "listwise" else None
         with stage(timings, f"{name}/train"):
-            weights, history, folder, cached = train_or_load(
-                "vanilla",
-                config.seed,
-                example_ids(fit, "kl"),
-                example_ids(select, "kl"),
-                states,
-                model,
-                cache_root,
-                groups=groups,
+            weights, history, folder, cached = train_relevance(
+                fit, select, states, recipe.apply(config.rerank), config.seed, cache_root
             )
         from_cache[f"{name}/train"] = cached
         with stage(timings, f"{name}/score"):

@@ -98,6 +98,7 @@ __all__ = [
     "stage_model",
     "stored_probabilities",
     "train_or_load",
+    "train_relevance",
     "variant_examples",
 ]
 
@@ -309,9 +310,10 @@ def stored_probabilities(probs: np.ndarray) -> np.ndarray:
     """P_phi as stored in results/: float32 rounded to 1e-5.
 
     Why: 15 reranker runs x 86,700 candidate rows of full-precision floats do not compress (52 MB);
-    rounded, the table is about 10 MB (DESIGN §4: results/ under 20 MB). A pick could change only
-    where two candidates' scores differ by less than 1e-5; on the full run none did (0 of 260,100
-    reranked outcomes, under either scoring rule). Rows still sum to 1 within 2e-5.
+    rounded, the table is about 10 MB (ARCHITECTURE.md#results-contract: results/ under 20 MB). A
+    pick could change only where two candidates' scores differ by less than 1e-5; on the full run
+    none did (0 of 260,100 reranked outcomes, under either scoring rule). Rows still sum to 1
+    within 2e-5.
 
     Example:
         >>> out = stored_probabilities(np.array([[0.1234567, 0.8765433]]))
@@ -331,7 +333,7 @@ class RerankInputs:
     """Everything the rerank stage (and the stages built on its models) trains and scores on.
 
     Attributes:
-        protocol: Training protocol (DESIGN §3).
+        protocol: Training protocol (ARCHITECTURE.md#training-protocols).
         candidates: The candidate table as the rqa (and earlier rerank) stages left it.
         rqa_rows: Its rows of the RQA systems alone (reranker ``none``).
         cand_ids: Pair id of every row of ``rqa_rows``.
@@ -354,19 +356,6 @@ class RerankInputs:
     def score_ids(self) -> list[str]:
         """The pair ids every trained reranker scores (candidates and feedback_test), sorted."""
         return sorted(set(self.cand_ids) | set(self.test_ids))
-
-    @cached_property
-    def earlier_score_ids(self) -> list[list[str]]:
-        """``score_ids`` as a run that rescored one RQA system alone would have had them.
-
-        An older code version cached a model's scores under the key of its whole id list; these
-        lists let ``score_cached`` find such a file (one system was rescored by default then).
-        """
-        systems = self.rqa_rows["rqa"].to_numpy()
-        return [
-            sorted({i for i, s in zip(self.cand_ids, systems, strict=True) if s == rqa} | set(self.test_ids))
-            for rqa in dict.fromkeys(systems)
-        ]
 
 
 def replay_sample(pseudo: Sequence[RatedPair], n: int, seed: int = 0) -> list[RatedPair]:
@@ -523,18 +512,32 @@ def relevance_model(
         As :func:`train_or_load`.
     """
     fit, select = _pseudo_pairs(data_dir, config, cache_root)
-    model = replace(config.model, epochs=config.variant_epochs.get("vanilla", config.model.epochs))
     pairs = [(p.question, p.passage_text) for p in fit + select]
-    return train_or_load(
-        "vanilla",
-        seed,
-        example_ids(fit, "kl"),
-        example_ids(select, "kl"),
-        lambda: encode_pairs(pairs, config.model, cache_root),
-        model,
-        cache_root,
-        groups=question_groups(fit) if config.relevance_loss == "listwise" else None,
+    return train_relevance(
+        fit, select, lambda: encode_pairs(pairs, config.model, cache_root), config, seed, cache_root
     )
+
+
+def train_relevance(
+    fit: Sequence[RatedPair],
+    select: Sequence[RatedPair],
+    states: PairStates | Callable[[], PairStates],
+    config: RerankRunConfig,
+    seed: int,
+    cache_root: Path,
+) -> tuple[dict[str, Any], dict[str, Any], Path, bool]:
+    """Train or load one seed's relevance model (``vanilla``) on its pseudo pairs under ``config``'s recipe.
+
+    The one place that turns a recipe into the model's training call, so the rerank stage, the
+    relevance stage and :func:`relevance_model` share its content key.
+
+    Returns:
+        As :func:`train_or_load`.
+    """
+    model = replace(config.model, epochs=config.variant_epochs.get("vanilla", config.model.epochs))
+    groups = question_groups(fit) if config.relevance_loss == "listwise" else None
+    examples, select_examples = example_ids(fit, "kl"), example_ids(select, "kl")
+    return train_or_load("vanilla", seed, examples, select_examples, states, model, cache_root, groups=groups)
 
 
 def stage_model(
@@ -554,6 +557,8 @@ def stage_model(
     Returns:
         As :func:`train_or_load`.
     """
+    if variant == "vanilla":
+        return train_relevance(*inputs.sources["pseudo"], states, config, seed, cache_root)
     examples, select = variant_examples(inputs, variant)
     model = config.model
     if variant in config.variant_epochs:
@@ -562,10 +567,7 @@ def stage_model(
     if VARIANTS[variant].start == "relevance":
         v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", seed, states, config, cache_root)
         init = (v_folder, v_weights)
-    groups = None
-    if variant == "vanilla" and config.relevance_loss == "listwise":
-        groups = question_groups(inputs.sources["pseudo"][0])
-    return train_or_load(variant, seed, examples, select, states, model, cache_root, init, groups)
+    return train_or_load(variant, seed, examples, select, states, model, cache_root, init)
 
 
 #: File in a model's cache folder holding every pair id it has scored and its P_phi.
@@ -581,14 +583,9 @@ def _stored_scores(folder: Path) -> dict[str, np.ndarray]:
         return dict(zip(stored["ids"].tolist(), stored["probs"], strict=True))
 
 
-def _legacy_scores_file(folder: Path, ids: Sequence[str]) -> Path:
-    """Where an older code version cached a model's P_phi for exactly ``ids``."""
-    return folder / f"pred_{content_key(list(ids))}.npy"
-
-
-def has_scores(folder: Path, earlier: Sequence[Sequence[str]] = ()) -> bool:
-    """Whether a model has scored any pair before (its store, or an older version's file)."""
-    return (folder / SCORES_FILE).exists() or any(_legacy_scores_file(folder, g).exists() for g in earlier)
+def has_scores(folder: Path) -> bool:
+    """Whether a model has scored any pair before (its ``scores.npz``)."""
+    return (folder / SCORES_FILE).exists()
 
 
 def score_cached(
@@ -597,7 +594,6 @@ def score_cached(
     ids: Sequence[str],
     states: PairStates,
     model: RerankConfig,
-    earlier: Sequence[Sequence[str]] = (),
 ) -> tuple[np.ndarray, bool]:
     """P_phi of a trained reranker for ``ids``; only pairs it never scored are run through it.
 
@@ -615,26 +611,17 @@ def score_cached(
         ids: Pair ids to score.
         states: Lower-layer states covering the pairs not scored before.
         model: Settings.
-        earlier: Id lists of earlier scorings of this model whose results an older code version
-            cached as ``pred_<key of the ids>.npy``; such files are read into the store when
-            present (as is one for ``ids`` itself).
 
     Returns:
         ``(probabilities of shape (len(ids), 4), from_cache)``: ``from_cache`` when no pair was
         scored now.
     """
     known = _stored_scores(folder)
-    merged = False
-    for group in (ids, *earlier):
-        legacy = _legacy_scores_file(folder, group)
-        if legacy.exists() and not all(pid in known for pid in group):
-            known.update(zip(group, np.load(legacy), strict=True))
-            merged = True
     missing = sorted(set(ids) - known.keys())
     if missing:
         probs = predict(weights, missing, states, model).astype(np.float32)
         known.update(zip(missing, probs, strict=True))
-    if missing or merged:
+    if missing:
         order = sorted(known)
         atomic_write_npz(folder / SCORES_FILE, ids=np.array(order), probs=np.stack([known[i] for i in order]))
     return np.stack([known[i] for i in ids]) if ids else np.zeros((0, 4), np.float32), not missing
@@ -711,12 +698,10 @@ def run_rerank(
             from_cache[f"{variant}/seed{seed}/train"] = cached
             histories[f"{variant}/seed{seed}"] = history
             step = f"{variant}/seed{seed}/score"
-            if has_scores(folder, inputs.earlier_score_ids):
+            if has_scores(folder):
                 extended.add(step)
             with stage(timings, step):
-                probs, cached = score_cached(
-                    folder, weights, score_ids, states, config.model, earlier=inputs.earlier_score_ids
-                )
+                probs, cached = score_cached(folder, weights, score_ids, states, config.model)
             from_cache[step] = cached
             rows = rqa_rows.copy()
             rows["reranker"], rows["seed"] = variant, seed
