@@ -30,10 +30,12 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
+from fqa_analysis.core.compare import compare
 from fqa_analysis.core.plots import plot_grouped_bars, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import comparison_table, plus_minus
 from fqa_analysis.core.reranking import (
+    AGREEMENT_SUBSETS,
     compare_to_baseline,
     join_annotators,
     per_item_rating_scores,
@@ -41,7 +43,6 @@ from fqa_analysis.core.reranking import (
     score_outcomes,
 )
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
-from fqa_analysis.core.stats import paired_bootstrap
 
 RESULTS = results_dir()
 stage = load_stage(RESULTS, "rerank")
@@ -55,13 +56,18 @@ quality = rating_quality_table(joined)
 per_item = per_item_rating_scores(joined[joined["reranker"].isin(LOSSES)])
 rows = []
 for metric in ("kl", "correct"):
-    for subset in ("all", "unanimous", "disagree"):
+    for subset in AGREEMENT_SUBSETS:
         part = per_item if subset == "all" else per_item[per_item["unanimous"] == (subset == "unanimous")]
-        wide = part.pivot_table(index=["domain", "item_id"], columns="reranker", values=metric)[LOSSES]
-        strata = list(wide.index.get_level_values("domain"))
-        cmp = paired_bootstrap(wide.reset_index(drop=True), "feedback_kl", strata)
-        frame = cmp.to_frame().drop(index="feedback_kl")
-        rows.append(frame.assign(metric=metric, subset=subset, n=len(wide)).reset_index())
+        cmp = compare(
+            part,
+            system="reranker",
+            baseline="feedback_kl",
+            value=metric,
+            keys=["domain", "item_id"],
+            strata=["domain"],
+            commit=stage["git_commit"],
+        )
+        rows.append(cmp.table.reset_index().assign(metric=metric, subset=subset))
 tests = pd.concat(rows, ignore_index=True)
 candidates = load_candidates(RESULTS)
 outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])
@@ -82,8 +88,8 @@ means = (
     .groupby("reranker")[["accuracy", "macro_f1", "kl", "ece_excellent"]]
     .mean()
 )
-t = tests.set_index(["metric", "subset", "system"])
-h = qa[(qa["rqa"] == "hybrid") & (qa["system"] != "feedback_kl")].set_index("system")
+t = tests.set_index(["metric", "subset", "reranker"])
+h = qa.table.loc["hybrid"]
 lines = [
     "On feedback_test (seed means): "
     + "; ".join(
@@ -96,13 +102,13 @@ lines = [
     + ", ".join(
         f"{sub} {t.loc[('kl', sub, 'feedback_ce_majority'), 'delta']:+.3f} nats (Holm p "
         f"{t.loc[('kl', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
-        for sub in ("all", "unanimous", "disagree")
+        for sub in AGREEMENT_SUBSETS
     )
     + "; argmax accuracy "
     + ", ".join(
         f"{sub} {t.loc[('correct', sub, 'feedback_ce_majority'), 'delta']:+.3f} (Holm p "
         f"{t.loc[('correct', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
-        for sub in ("all", "unanimous", "disagree")
+        for sub in AGREEMENT_SUBSETS
     )
     + ".",
     "feedback_ce_annotator against feedback_kl (the same expected gradient): KL all items "
@@ -190,8 +196,7 @@ for metric, header in (("kl", "KL (nats)"), ("correct", "argmax accuracy")):
     part = tests[tests["metric"] == metric]
     display(
         comparison_table(
-            part,
-            keys=["subset", "system"],
+            part.set_index(["subset", "reranker"]),
             names=["items", "loss"],
             scale=1.0,
             digits=3,

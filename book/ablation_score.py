@@ -34,7 +34,7 @@ stage = load_stage(RESULTS, "rerank")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 VARIANTS = list(stage["config"]["variants"])
 rated = candidates[candidates["reranker"] != "none"]
-ablation = score_ablation(candidates)
+ablation = score_ablation(candidates, commit=stage["git_commit"]).table.reset_index()
 separation = score_separation(candidates)
 
 # %% [markdown]
@@ -86,7 +86,7 @@ mean_sd_table(both, row_order=[(r, v) for r in rescored for v in VARIANTS], digi
 # For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of Δ = accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table. "changed" is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse. Accuracies and Δ in points.
 
 # %% tags=["hide-input"]
-shown = comparison_table(ablation.rename(columns={"acc_expected_rating": "mean"}), keys=["rqa", "reranker"])
+shown = comparison_table(ablation.set_index(["rqa", "reranker"]), names=["RQA", "reranker"])
 shown = shown.rename(columns={"accuracy (%)": "E[y]/3 (%)"})
 shown.insert(len(shown.columns) - 1, "changed", [f"{100 * c:.1f}%" for c in ablation["changed_picks"]])
 shown  # P(Excellent)'s accuracy is in the table above

@@ -22,7 +22,7 @@
 # 5. **Does feedback transfer?** Each feedback domain left out of training *and* model selection, tested on that domain: does feedback on one public-health agency's answers help another's QA system?
 # 6. **Where does the best system fail?** Per-domain error analysis with examples.
 #
-# All runs come from `fqa run beyond` (`feedback_experiments.parquet`, `feedback_experiment_ratings.parquet`; every model trained once and cached). Protocol `available` (DESIGN §3): the training feedback is WHO's feedback_train plus 80% of the four feedback_valid files' questions, 1,545 rated pairs, a fraction of the paper's (three feedback_train files are absent). The rerankers are the fully fine-tuned MiniLM cross-encoders of the reranking chapter (every layer trained), and they rescore the hybrid RQA's top 5. **One seed per run** (seed 0; fraction 1 is seed 0 of the reranking chapter's `feedback_kl`): a fully trained run costs about four minutes on two CPU cores, so three seeds of all 11 runs would take the stage past its 90-minute budget; every comparison below is a paired bootstrap over questions or items, which needs no second seed, but says nothing about the spread between seeds. Two measures: QA accuracy@1 over the four feedback domains' test questions, and the KL divergence of the predicted rating distribution from the annotators' on feedback_test (1,995 items, three annotators each), which sees changes the accuracy cannot.
+# All runs come from `fqa run beyond` (`feedback_experiments.parquet`, `feedback_experiment_ratings.parquet`; every model trained once and cached). Protocol `available` (see {doc}`data`): the training feedback is WHO's feedback_train plus 80% of the four feedback_valid files' questions, 1,545 rated pairs, a fraction of the paper's (three feedback_train files are absent). The rerankers are the fully fine-tuned MiniLM cross-encoders of the reranking chapter (every layer trained), and they rescore the hybrid RQA's top 5. **One seed per run** (seed 0; fraction 1 is seed 0 of the reranking chapter's `feedback_kl`): a fully trained run costs about four minutes on two CPU cores, so three seeds of all 11 runs would take the stage past its 90-minute budget; every comparison below is a paired bootstrap over questions or items, which needs no second seed, but says nothing about the spread between seeds. Two measures: QA accuracy@1 over the four feedback domains' test questions, and the KL divergence of the predicted rating distribution from the annotators' on feedback_test (1,995 items, three annotators each), which sees changes the accuracy cannot.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -33,6 +33,7 @@ from myst_nb import glue
 from fqa_analysis import data
 from fqa_analysis.core import beyond
 from fqa_analysis.core.candidates import CANDIDATE_COLUMNS
+from fqa_analysis.core.compare import compare
 from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import comparison_table, interval, markdown_records
@@ -79,10 +80,13 @@ print(f"RQA {RQA}; {len(runs)} reranker runs; {outcomes.question_id.size:,} (run
 
 # %% tags=["hide-input"]
 fraction_rows = outcomes[outcomes["reranker"].str.startswith("fraction:") | (outcomes["reranker"] == "none")]
-curve_cmp = beyond.compare_within(fraction_rows, ["rqa"], "reranker", "none")
+curve_cmp = compare(
+    fraction_rows, system="reranker", baseline="none", within=["rqa"], commit=stage["git_commit"]
+)
+curve = curve_cmp.table.droplevel("rqa")  # one RQA system: one row per feedback fraction
 accuracy = fraction_rows.groupby("reranker")["correct"].mean().rename("accuracy")
 sizes = runs[runs["experiment"] == "fraction"].groupby("setting")["fit_pairs"].mean()
-learning = curve_cmp.set_index("reranker")[["delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm"]]
+learning = curve[["delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm"]]
 learning = (
     (100 * accuracy)
     .to_frame()
@@ -90,11 +94,10 @@ learning = (
     .join(learning[["p_value", "p_holm"]])
 )
 learning.insert(0, "training pairs", [sizes.get(r.split(":")[-1], 0) for r in learning.index])
-print(curve_cmp["signature"].iloc[0])
-rated_runs = curve_cmp[curve_cmp["reranker"] != "none"]
-comparison_table(
-    rated_runs, keys=["reranker"], names=["feedback used"], delta_header="Δ vs RQA alone"
-).assign(**{"training pairs": [int(sizes.get(r.split(":")[-1], 0)) for r in rated_runs["reranker"]]})
+print(curve_cmp.signature())
+comparison_table(curve, names=["feedback used"], delta_header="Δ vs RQA alone").assign(
+    **{"training pairs": [int(sizes.get(r.split(":")[-1], 0)) for r in curve.index]}
+)
 
 # %% [markdown]
 # Rating quality on feedback_test as the feedback grows: mean KL(annotators || P_phi) in nats with a 95% bootstrap CI over items, and the difference from the full model (fraction 1), Holm over the three smaller fractions:
@@ -102,14 +105,13 @@ comparison_table(
 # %% tags=["hide-input"]
 frac_items = items[items["reranker"].str.startswith("fraction:")]
 kl_frac = beyond.accuracy_by(frac_items, ["reranker"], column="kl")
-kl_cmp = beyond.compare_within(frac_items.assign(all="all"), ["all"], "reranker", "fraction:1", column="kl")
+kl_cmp = compare(frac_items, system="reranker", baseline="fraction:1", value="kl", commit=stage["git_commit"])
 kl_table = kl_frac.set_index("reranker").join(
-    kl_cmp.set_index("reranker")[["delta", "delta_ci_low", "delta_ci_high", "p_holm"]]
+    kl_cmp.table[["delta", "delta_ci_low", "delta_ci_high", "p_holm"]]
 )
-print(kl_cmp["signature"].iloc[0])
+print(kl_cmp.signature())
 comparison_table(
-    kl_cmp[kl_cmp["reranker"] != "fraction:1"],
-    keys=["reranker"],
+    kl_cmp,
     names=["feedback used"],
     scale=1.0,
     digits=4,
@@ -119,9 +121,7 @@ comparison_table(
 
 # %% mystnb={"figure": {"caption": "Left: accuracy gain of the reranked hybrid over the hybrid alone (points, 95% CI) against the share of the training feedback used; right: KL from the annotators' distribution to P_phi on feedback_test (nats, 95% CI). One seed per run; log-scaled x axis."}} tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
-gain = curve_cmp[curve_cmp["reranker"] != "none"].assign(
-    fraction=lambda f: f["reranker"].str.split(":").str[1].astype(float)
-)
+gain = curve.reset_index().assign(fraction=lambda f: f["reranker"].str.split(":").str[1].astype(float))
 gain = gain.assign(
     **{c: 100 * gain[c] for c in ("delta", "delta_ci_low", "delta_ci_high")}, system="feedback_kl"
 )
@@ -146,10 +146,21 @@ plt.show()
 
 # %% tags=["hide-input"]
 transfer = beyond.transfer_outcomes(outcomes)
-qa_cmp = beyond.compare_within(transfer, ["domain"], "training", "size-matched control")
+CONTROL = "size-matched control"
+qa_cmp = compare(transfer, system="training", baseline=CONTROL, within=["domain"], commit=stage["git_commit"])
 order = list(beyond.TRANSFER_RUNS.values())
-qa = qa_cmp.pivot_table(index="domain", columns="training", values="mean")[order] * 100
-own = qa_cmp[qa_cmp["training"] == "without own domain"].set_index("domain")
+
+
+def run_means(cmp):
+    """Per domain (rows), every run's mean (columns), the control's included."""
+    t = cmp.table.reset_index()
+    means = t.pivot_table(index="domain", columns="training", values="mean", sort=False)
+    means[CONTROL] = t.groupby("domain", sort=False)["baseline_mean"].first()
+    return means.sort_index()
+
+
+qa = run_means(qa_cmp)[order] * 100
+own = qa_cmp.table.xs("without own domain", level="training")
 qa["leave-out - control"] = 100 * own["delta"]
 qa["95% CI"] = [
     f"[{100 * a:+.2f}, {100 * b:+.2f}]"
@@ -157,7 +168,7 @@ qa["95% CI"] = [
 ]
 qa["p (Holm)"] = own["p_holm"]
 print("QA accuracy@1 on the domain's own test questions (%); Δ = without own domain - control, in points")
-print("each domain resampled over its own questions; first domain:", qa_cmp["signature"].iloc[0])
+print("each domain resampled over its own questions:", qa_cmp.signature())
 SHORT = {"all feedback": "all", "without own domain": "without own", "size-matched control": "control"}
 qa.round(2).rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95% CI of Δ"}).assign(
     Δ=[f"{100 * d:+.2f}" for d in own["delta"]],
@@ -171,9 +182,16 @@ qa.round(2).rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95%
 # %% tags=["hide-input"]
 item_transfer = beyond.transfer_outcomes(items)
 item_transfer = item_transfer[item_transfer["training"] != "RQA alone"]
-kl_t = beyond.compare_within(item_transfer, ["domain"], "training", "size-matched control", column="kl")
-kl_tab = kl_t.pivot_table(index="domain", columns="training", values="mean")[order[1:]]
-own_kl = kl_t[kl_t["training"] == "without own domain"].set_index("domain")
+kl_t = compare(
+    item_transfer,
+    system="training",
+    baseline=CONTROL,
+    within=["domain"],
+    value="kl",
+    commit=stage["git_commit"],
+)
+kl_tab = run_means(kl_t)[order[1:]]
+own_kl = kl_t.table.xs("without own domain", level="training")
 kl_tab["leave-out - control"] = own_kl["delta"]
 kl_tab["95% CI"] = [
     f"[{a:+.4f}, {b:+.4f}]" for a, b in zip(own_kl["delta_ci_low"], own_kl["delta_ci_high"], strict=True)
@@ -190,7 +208,7 @@ kl_tab.round(4).rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": 
 ).rename_axis(columns=None)
 
 # %% mystnb={"figure": {"caption": "KL from the annotators' distribution to P_phi on each domain's own feedback_test items (nats, lower is better), for the reranker trained on all feedback and the one trained without that domain's feedback."}} tags=["hide-input"]
-shown = kl_t[kl_t["training"] != "size-matched control"].assign(value=lambda f: f["mean"])
+shown = kl_t.table.reset_index().assign(value=lambda f: f["mean"])
 ax = plot_grouped_bars(shown, "domain", "training", "value")
 ax.set_ylabel("KL to annotators, own domain (nats)")
 ax.set_ylim(shown["value"].min() * 0.95, shown["value"].max() * 1.03)

@@ -22,7 +22,7 @@
 # 2. **The weight.** S = (1 - w) P_theta + w P(Excellent) for w from 0 (the RQA alone) to 1 (the reranker alone); w = 0.5 ranks exactly like the paper's sum. Where is the sum on that curve, and is the best w stable across domains and seeds?
 # 3. **The depth.** Reranking the top k for k = 1..20, against the recall@k ceiling.
 #
-# Everything is computed from `results/` (`candidates.parquet`, and `deep_candidates.parquet` and `selection_predictions.parquet` written by `fqa run beyond`). Protocol `available` (DESIGN §3): the rerankers are the fully fine-tuned MiniLM cross-encoders of the reranking chapter, one trained model per variant and seed rescoring every RQA system; how well each separates the gold passage from the other candidates (ROC AUC, reranker alone) is measured there, and every effect below is bounded by it. Overall = the four feedback domains' 1,992 test questions, micro-averaged; reranker outcomes are averaged over their three seeds per question before every bootstrap.
+# Everything is computed from `results/` (`candidates.parquet`, and `deep_candidates.parquet` and `selection_predictions.parquet` written by `fqa run beyond`). Protocol `available` (see {doc}`data`): the rerankers are the fully fine-tuned MiniLM cross-encoders of the reranking chapter, one trained model per variant and seed rescoring every RQA system; how well each separates the gold passage from the other candidates (ROC AUC, reranker alone) is measured there, and every effect below is bounded by it. Overall = the four feedback domains' 1,992 test questions, micro-averaged; reranker outcomes are averaged over their three seeds per question before every bootstrap.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -33,6 +33,7 @@ from myst_nb import glue
 
 from fqa_analysis import data
 from fqa_analysis.core import beyond
+from fqa_analysis.core.compare import compare
 from fqa_analysis.core.plots import plot_lines, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import comparison_table, interval, plus_minus
@@ -44,6 +45,7 @@ candidates = load_candidates(RESULTS)
 deep = load_table(RESULTS, "deep_candidates.parquet")
 selection = load_table(RESULTS, "selection_predictions.parquet")
 manifest = {s: load_stage(RESULTS, s) for s in ("rerank", "beyond")}
+COMMITS = ",".join(m["git_commit"] for m in manifest.values())  # the results compared below
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 VARIANTS = list(manifest["rerank"]["config"]["variants"])
 print(f"protocol {manifest['beyond']['protocol']}; RQA systems {SYSTEMS}; rerankers {VARIANTS}")
@@ -139,12 +141,10 @@ quality.groupby(["reranker", "p_phi"], sort=False)[
 per_item = pd.concat(
     [beyond.item_outcomes(per_item_rating_scores(j)).assign(p_phi=name) for name, j in joined.items()]
 )
-kl_cmp = beyond.compare_within(per_item, ["reranker"], "p_phi", "raw", column="kl")
-kl_cmp = kl_cmp[kl_cmp["p_phi"] == "scaled"]
-print(kl_cmp["signature"].iloc[0])
+kl_cmp = compare(per_item, system="p_phi", baseline="raw", within=["reranker"], value="kl", commit=COMMITS)
+print(kl_cmp.signature())
 comparison_table(
-    kl_cmp,
-    keys=["reranker"],
+    kl_cmp.table.droplevel("p_phi"),
     names=["reranker"],
     scale=1.0,
     digits=4,
@@ -177,9 +177,11 @@ plt.show()
 # %% tags=["hide-input"]
 rating_temps_all = rating_temps  # one temperature per (reranker, seed)
 variants = beyond.calibration_variants(candidates, deep, rating_temps_all)
-scaling_cmp = beyond.compare_within(variants, ["rqa", "reranker"], "scaling", "as run")
-print(scaling_cmp["signature"].iloc[0])
-shown_scaling = scaling_cmp[scaling_cmp["scaling"] != "as run"].copy()
+scaling_cmp = compare(
+    variants, system="scaling", baseline="as run", within=["rqa", "reranker"], commit=COMMITS
+)
+print(scaling_cmp.signature())
+shown_scaling = scaling_cmp.table.reset_index()
 for c in ("mean", "delta", "delta_ci_low", "delta_ci_high"):
     shown_scaling[c] = 100 * shown_scaling[c]
 shown_scaling.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False).round(
@@ -202,8 +204,7 @@ comparison_table(
         delta=scaling_sig["delta"] / 100,
         delta_ci_low=scaling_sig["delta_ci_low"] / 100,
         delta_ci_high=scaling_sig["delta_ci_high"] / 100,
-    ),
-    keys=["rqa", "reranker", "scaling"],
+    ).set_index(["rqa", "reranker", "scaling"]),
     names=["RQA", "reranker", "scoring"],
 )
 
@@ -268,13 +269,13 @@ print(
 
 # %% tags=["hide-input"]
 cross = beyond.cross_domain_weight(curve)
-tuned_cmp = beyond.compare_within(cross, ["rqa", "reranker"], "w_rule", "sum")
-tuned_cmp = tuned_cmp[tuned_cmp["w_rule"] == "tuned"]
+tuned_family = compare(cross, system="w_rule", baseline="sum", within=["rqa", "reranker"], commit=COMMITS)
+tuned_cmp = tuned_family.table.xs("tuned", level="w_rule")
 chosen = cross[cross["w_rule"] == "tuned"].groupby(["rqa", "reranker", "domain"])["chosen_w"].first()
 chosen = chosen.unstack("domain")
-print(tuned_cmp["signature"].iloc[0])
+print(tuned_family.signature())
 print("w chosen for each held-out domain, in the order " + " / ".join(chosen.columns))
-table = comparison_table(tuned_cmp, keys=["rqa", "reranker"], names=["RQA", "reranker"], wtl=False).join(
+table = comparison_table(tuned_cmp, names=["RQA", "reranker"], wtl=False).join(
     chosen.apply(lambda r: "/".join(f"{w:.2f}" for w in r), axis=1)
     .rename("w chosen")
     .rename_axis(["RQA", "reranker"])
@@ -318,12 +319,13 @@ ax.set_title("hybrid RQA")
 plt.show()
 
 # %% tags=["hide-input"]
-depth_cmp = beyond.compare_within(depth, ["reranker"], "depth", 5)
-print(depth_cmp["signature"].iloc[0])
-shown = depth_cmp[depth_cmp["depth"].isin([1, 2, 3, 5, 10, 15, 20])].copy()
+depth_cmp = compare(depth, system="depth", baseline=5, within=["reranker"], commit=COMMITS)
+print(depth_cmp.signature())
+shown = depth_cmp.table.reset_index()
+shown = shown[shown["depth"].isin([1, 2, 3, 5, 10, 15, 20])]
 shown = shown.merge(ceiling[["depth", "mean"]].rename(columns={"mean": "recall@k"}), on="depth")
 depth_table = comparison_table(
-    shown, keys=["reranker", "depth"], names=["reranker", "k"], delta_header="Δ vs k = 5"
+    shown.set_index(["reranker", "depth"]), names=["reranker", "k"], delta_header="Δ vs k = 5"
 ).assign(**{"recall@k (%)": [f"{100 * r:.2f}" for r in shown["recall@k"]]})
 for c in ("mean", "delta", "delta_ci_low", "delta_ci_high", "recall@k"):
     shown[c] = (100 * shown[c]).round(2)
@@ -353,14 +355,14 @@ print(
 fit_ece = calib[calib["scaling"] == "fitted T"].set_index("rqa")["ece"]
 t1_ece = calib[calib["scaling"] == "T = 1"].set_index("rqa")["ece"]
 rt = rating_temps["temperature"]
-kl_d, sc_d = kl_cmp["delta"], shown_scaling["delta"]
+kl_d, sc_d = kl_cmp.table["delta"], shown_scaling["delta"]
 tu_d = 100 * tuned_cmp["delta"]
 lines = [
     f"P_theta: top-1 ECE {fit_ece.min():.3f}..{fit_ece.max():.3f} at the fitted temperature, "
     f"{t1_ece.min():.3f}..{t1_ece.max():.3f} at T = 1 (across RQA systems).",
     f"P(Excellent): rating temperatures {rt.min():.2f}..{rt.max():.2f}; KL to the annotators changes by "
     f"{kl_d.min():+.4f}..{kl_d.max():+.4f} nats "
-    f"({(kl_cmp.p_holm < 0.05).sum()} of {len(kl_cmp)} significant).",
+    f"({(kl_cmp.table.p_holm < 0.05).sum()} of {len(kl_cmp.table)} significant).",
     f"Temperature scaling and QA accuracy: {len(scaling_sig)} of {len(shown_scaling)} scorings differ "
     f"(Holm p < 0.05); deltas {sc_d.min():+.2f}..{sc_d.max():+.2f} points.",
     f"Weight: best w in-sample {stability['best_w'].min():.2f}..{stability['best_w'].max():.2f}; across "

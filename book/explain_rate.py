@@ -24,7 +24,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.core.beyond import compare_items
+from fqa_analysis.core.compare import ITEM_KEYS, compare
 from fqa_analysis.core.ratings import LABELS, item_ratings, mean_kl, rating_distribution
 from fqa_analysis.core.report import comparison_table, paper_shape_table, plus_minus
 from fqa_analysis.core.reranking import (
@@ -57,8 +57,13 @@ rows = pd.concat(
 rows = rows[rows["domain"].isin(data.FEEDBACK_DOMAINS)]
 outcomes = score_outcomes(rows)  # S = P_theta + P(Excellent), as in the main table
 table = seed_table(outcomes)
-vs_rate_only = compare_to_baseline(outcomes[outcomes["reranker"] != "none"], baseline=RATE_ONLY)
-vs_alone = compare_to_baseline(outcomes, average="micro")
+COMMITS = ",".join(
+    load_stage(RESULTS, s)["git_commit"] for s in ("rerank", "explain_rate", "explain_rate_paper")
+)
+vs_rate_only = compare_to_baseline(
+    outcomes[outcomes["reranker"] != "none"], baseline=RATE_ONLY, commit=COMMITS
+)
+vs_alone = compare_to_baseline(outcomes, average="micro", commit=COMMITS)
 explained = pd.concat(
     [
         load_table(RESULTS, "explain_rate_predictions.parquet"),
@@ -77,7 +82,12 @@ joined = join_annotators(predictions, test_items)
 quality = rating_quality_table(joined)
 per_item = per_item_rating_scores(joined)
 # both forms against rate-only, Holm over the two within each metric
-item_tests = {metric: compare_items(per_item, "reranker", RATE_ONLY, metric) for metric in ("kl", "correct")}
+item_tests = {
+    metric: compare(
+        per_item, system="reranker", baseline=RATE_ONLY, value=metric, keys=ITEM_KEYS, strata=["domain"]
+    ).table
+    for metric in ("kl", "correct")
+}
 argmax = explained[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].to_numpy().argmax(axis=1)
 explained = explained.assign(rating=[LABELS[k] for k in argmax])
 explained["agrees"] = explained["rating"] == explained["explanation_rating"]
@@ -109,8 +119,8 @@ def selection_kl(entry):
 # Computed from `results/` when the book is built:
 
 # %% tags=["hide-input"]
-d = vs_rate_only.set_index(["rqa", "system"])
-alone = vs_alone.set_index(["rqa", "system"])
+d = vs_rate_only.table
+alone = vs_alone.table
 means = (
     quality[quality["subset"] == "all"]
     .groupby("reranker")[["accuracy", "macro_f1", "kl", "ece_excellent"]]
@@ -213,9 +223,8 @@ paper_shape_table(
 # Each explain-then-rate form against rate-only, paired over the 1,992 questions (seed-averaged outcomes, bootstrap resampled within test sets, B = 10,000; Holm over the two forms within each RQA system):
 
 # %% tags=["hide-input"]
-print(vs_rate_only["signature"].iloc[0])
-forms = vs_rate_only[vs_rate_only["system"] != RATE_ONLY]
-comparison_table(forms.assign(system=forms["system"].map(NAMES)), names=("RQA", "reranker"))
+print(vs_rate_only.signature())
+comparison_table(vs_rate_only.table.rename(index=NAMES, level="reranker"), names=("RQA", "reranker"))
 
 # %% [markdown]
 # ## Rating quality on feedback_test
@@ -242,11 +251,7 @@ shown
 pd.concat(
     {
         name: comparison_table(
-            item_tests[metric]
-            .drop(index=RATE_ONLY)
-            .reset_index()
-            .assign(reranker=lambda f: f["reranker"].map(NAMES)),
-            keys=["reranker"],
+            item_tests[metric].rename(index=NAMES),
             names=["reranker"],
             scale=1.0,
             digits=3,

@@ -25,10 +25,11 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
+from fqa_analysis.core.compare import compare
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.core.report import ci_table
 from fqa_analysis.core.results import load_stage, load_table, results_dir
-from fqa_analysis.core.stats import bootstrap_means, paired_bootstrap
+from fqa_analysis.core.stats import bootstrap_means
 from fqa_analysis.core.text_metrics import corpus_bleu
 
 pd.set_option("display.max_colwidth", 120)
@@ -55,10 +56,17 @@ def show(who, text, width=78):
 
 
 def vs(baseline, metric, part=majority):
-    """Paired bootstrap of every explainer against `baseline` on one metric (Holm over explainers)."""
-    wide = part.pivot_table(index=keys, columns="explainer", values=metric, sort=False)[EXPLAINERS]
-    strata = list(wide.index.get_level_values("domain"))
-    return paired_bootstrap(wide.reset_index(drop=True), baseline, strata).to_frame()
+    """Every explainer against `baseline` on one metric, paired over items (Holm over the explainers)."""
+    return compare(
+        part,
+        system="explainer",
+        baseline=baseline,
+        value=metric,
+        keys=keys,
+        strata=["domain"],
+        seeds=None,
+        commit=stage["git_commit"],
+    ).table
 
 
 # %% [markdown]
@@ -84,10 +92,10 @@ lines = [
     f"At least the humans' for {len(met)} of 4 ratings. The previous generator (rating in the encoder "
     f"only): overall {before_major['consistent'].mean():.3f}.",
     f"Embedding similarity to the annotators: generator {sim['mean']:.3f}, the rating-filtered retrieval "
-    f"explainer {sim['mean'] - sim['delta']:.3f} (difference {sim['delta']:+.3f} "
+    f"explainer {sim['baseline_mean']:.3f} (difference {sim['delta']:+.3f} "
     f"[{sim['delta_ci_low']:+.3f}, {sim['delta_ci_high']:+.3f}], Holm p {sim['p_holm']:.3g}); humans "
     f"{humans['embedding_sim'].mean():.3f}.",
-    f"ROUGE-L: generator {rouge['mean']:.3f}, template {rouge['mean'] - rouge['delta']:.3f} "
+    f"ROUGE-L: generator {rouge['mean']:.3f}, template {rouge['baseline_mean']:.3f} "
     f"(difference {rouge['delta']:+.3f} [{rouge['delta_ci_low']:+.3f}, {rouge['delta_ci_high']:+.3f}], "
     f"Holm p {rouge['p_holm']:.3g}); humans {humans['rouge_l'].mean():.3f}.",
     f"Distinct explanations: generator {gen['explanation'].nunique() / len(gen):.0%} of {len(gen):,} "
@@ -183,7 +191,7 @@ pd.DataFrame(rows).set_index("explainer").round(2)
 # %% tags=["hide-input"]
 rows = []
 for metric in METRICS:
-    cmp = vs("template", metric).drop(index="template")
+    cmp = vs("template", metric).reindex([e for e in EXPLAINERS if e != "template"])
     for name, r in cmp.iterrows():
         rows.append(
             {

@@ -39,7 +39,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.core.beyond import compare_items
+from fqa_analysis.core.compare import ITEM_KEYS, compare
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import NBSP, interval, plus_minus
@@ -65,7 +65,7 @@ RQA = "hybrid"  # the best RQA system here (see the retrieval chapter)
 candidates = load_candidates(RESULTS)
 outcomes = score_outcomes(candidates[candidates["rqa"] == RQA])
 overall = seed_table(outcomes).query("test_set == 'overall (micro)'").set_index("reranker")
-gains = compare_to_baseline(outcomes, average="micro").set_index("system")
+gains = compare_to_baseline(outcomes, average="micro").table.loc[RQA]  # one row per reranker
 PAPER = {
     "none": ("RQA alone", "rqa_alone"),
     "feedback_kl": ("+ FeedbackReranker", "feedback_reranker"),
@@ -74,7 +74,7 @@ PAPER = {
 }
 rows = {}
 for reranker, (label, key) in PAPER.items():
-    ours, g = overall.loc[reranker], gains.loc[reranker]
+    ours, g = overall.loc[reranker], gains.loc[reranker] if reranker in gains.index else None
     rows[label] = {
         "paper (BERT)": f"{PAPER_OVERALL_ACCURACY[key]:.2f}",
         "paper Δ": f"{PAPER_OVERALL_ACCURACY[key] - PAPER_OVERALL_ACCURACY['rqa_alone']:+.2f}",
@@ -91,30 +91,35 @@ display(pd.DataFrame(rows).T.rename_axis("system"))
 
 # %% tags=["hide-input"]
 # one-line answers: the same functions the chapters call
-score = score_ablation(candidates).set_index(["rqa", "reranker"])
+score = score_ablation(candidates).table.droplevel("rule")
 s = score.loc[(RQA, "feedback_kl")]
 test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))
 per_item = per_item_rating_scores(
     join_annotators(load_table(RESULTS, "rating_predictions.parquet"), test_items)
 )
 losses = per_item[per_item["reranker"].isin(["feedback_kl", "feedback_ce_annotator", "feedback_ce_majority"])]
-loss = compare_items(losses, "reranker", "feedback_kl", "kl").loc["feedback_ce_majority"]
-loss_qa = (
-    compare_to_baseline(
-        outcomes[outcomes["reranker"].isin(["feedback_kl", "feedback_ce_annotator", "feedback_ce_majority"])],
-        baseline="feedback_kl",
-    )
-    .set_index("system")
-    .loc["feedback_ce_majority"]
-)
+loss = compare(
+    losses, system="reranker", baseline="feedback_kl", value="kl", keys=ITEM_KEYS, strata=["domain"]
+).table.loc["feedback_ce_majority"]
+loss_qa = compare_to_baseline(
+    outcomes[outcomes["reranker"].isin(["feedback_kl", "feedback_ce_annotator", "feedback_ce_majority"])],
+    baseline="feedback_kl",
+).table.loc[(RQA, "feedback_ce_majority")]
 expl = load_table(RESULTS, "explanations.parquet").query("rating_source == 'majority'")
 humans = load_table(RESULTS, "explanation_humans.parquet")
-sim = compare_items(expl, "explainer", "retrieval_same_rating", "embedding_sim").loc["generator"]
+sim = compare(
+    expl,
+    system="explainer",
+    baseline="retrieval_same_rating",
+    value="embedding_sim",
+    keys=ITEM_KEYS,
+    strata=["domain"],
+).table.loc["generator"]
 gen = expl[expl["explainer"] == "generator"]
-best = gains.drop(index="none")["delta"].idxmax()
+best = gains["delta"].idxmax()
 weak = compare_to_baseline(
     score_outcomes(candidates[candidates["rqa"] == "bm25"]), average="micro"
-).set_index("system")
+).table.loc["bm25"]
 
 
 def ci(row, scale=100.0, digits=2, unit="points"):
@@ -150,9 +155,7 @@ answers = [
 explain_rate = load_table(RESULTS, "explain_rate_candidates.parquet")
 rate_only = candidates[(candidates["rqa"] == RQA) & (candidates["reranker"] == "feedback_kl")]
 both = score_outcomes(pd.concat([rate_only, explain_rate[explain_rate["rqa"] == RQA]], ignore_index=True))
-explain_vs_rate = (
-    compare_to_baseline(both, baseline="feedback_kl").set_index("system").loc["feedback_explain_rate"]
-)
+explain_vs_rate = compare_to_baseline(both, baseline="feedback_kl").table.loc[(RQA, "feedback_explain_rate")]
 explained = pd.concat(
     [
         load_table(RESULTS, "rating_predictions.parquet").query("reranker == 'feedback_kl'"),
@@ -161,9 +164,14 @@ explained = pd.concat(
     ],
     ignore_index=True,
 )
-rating_kl = compare_items(
-    per_item_rating_scores(join_annotators(explained, test_items)), "reranker", "feedback_kl", "kl"
-)
+rating_kl = compare(
+    per_item_rating_scores(join_annotators(explained, test_items)),
+    system="reranker",
+    baseline="feedback_kl",
+    value="kl",
+    keys=ITEM_KEYS,
+    strata=["domain"],
+).table
 paper_form = explained[explained["reranker"] == "feedback_explain_rate_paper"]
 paper_bad = (
     paper_form[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].idxmax(axis=1) == "p_bad"

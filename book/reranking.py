@@ -28,10 +28,11 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_grouped_bars
-from fqa_analysis.core.report import breakable, comparison_table, mean_sd_table, paper_shape_table
+from fqa_analysis.core.report import breakable, comparison_table, interval, mean_sd_table, paper_shape_table
 from fqa_analysis.core.reranking import (
     compare_family,
     compare_to_baseline,
+    recipe_comparison,
     recipe_table,
     reranker_quality,
     score_outcomes,
@@ -56,15 +57,17 @@ RESCORED = [s for s in SYSTEMS if s in set(candidates.loc[candidates["reranker"]
 outcomes = score_outcomes(candidates)  # S = P_theta + P(Excellent); RQA alone ranks by P_theta
 table = seed_table(outcomes)
 rescored = outcomes[outcomes["rqa"].isin(RESCORED)]
-micro = compare_to_baseline(rescored, average="micro")
-macro = compare_to_baseline(rescored, average="macro")
+micro = compare_to_baseline(rescored, average="micro", commit=stage["git_commit"])
+macro = compare_to_baseline(rescored, average="macro", commit=stage["git_commit"])
 quality = reranker_quality(candidates, "hybrid")
 quality_frozen = reranker_quality(frozen5, "hybrid")
 timings = pd.DataFrame(stage["timings"]).T
 compute_min = (timings["compute_s"] if "compute_s" in timings else timings["wall_s"]).sum() / 60
 relevance = load_stage(RESULTS, "relevance")  # the relevance model's recipes (fqa run relevance)
 EARLIER_RECIPE = "pointwise_1neg_feedback"  # the recipe of the rerankers in this chapter's tables
-recipes = recipe_table(load_relevance_recipes(RESULTS), baseline=EARLIER_RECIPE)
+recipe_rows = load_relevance_recipes(RESULTS)
+recipes = recipe_table(recipe_rows)
+recipe_cmp = recipe_comparison(recipe_rows, EARLIER_RECIPE, commit=relevance["git_commit"]).table
 recipe_info = relevance["recipes"]
 wanted = relevance["config"]["rerank"]  # the rerank stage's settings the recipes modify
 default_recipe = next(
@@ -104,7 +107,7 @@ PAPER_ROW = {
 
 # %% tags=["hide-input"]
 def line(rqa, system):
-    r = micro.set_index(["rqa", "system"]).loc[(rqa, system)]
+    r = micro.table.loc[(rqa, system)]
     return (
         f"{system} {100 * r['mean']:.2f} ({100 * r['delta']:+.2f} "
         f"[{100 * r['delta_ci_low']:+.2f}, {100 * r['delta_ci_high']:+.2f}], Holm p {r['p_holm']:.3g})"
@@ -113,11 +116,12 @@ def line(rqa, system):
 
 best_recipe = recipes["auc"].idxmax()
 FEEDBACK_PAIRS = [(s, "vanilla") for s in ("combined", "feedback_kl") if s in RERANKERS]
-over_qa = compare_family(rescored, FEEDBACK_PAIRS)  # the paper's claim: feedback adds to QA data
+# the paper's claim: feedback adds to QA data
+over_qa = compare_family(rescored, FEEDBACK_PAIRS, commit=stage["git_commit"])
 
 
 def added(system):
-    rows = over_qa[over_qa["system"] == system]
+    rows = over_qa.table.xs(system, level="reranker").reset_index()
     sig = rows[rows["p_holm"] < 0.05]
     better, worse = int((sig["delta"] > 0).sum()), int((sig["delta"] < 0).sum())
     detail = "; ".join(f"{r.rqa} {100 * r.delta:+.2f}" for r in sig.itertuples())
@@ -130,14 +134,14 @@ def added(system):
     )
 
 
-rated = micro[micro["system"] != "none"]
+rated = micro.table.reset_index()
 best = rated.sort_values("mean", ascending=False).iloc[0]
-alone = micro[micro["system"] == "none"].set_index("rqa")["mean"]
+alone = micro.table.groupby(level="rqa", sort=False)["baseline_mean"].first()
 q = quality.groupby("reranker", sort=False)[["auc", "alone", "reranked"]].mean()
 qf = quality_frozen.groupby("reranker", sort=False)[["auc", "alone", "reranked"]].mean()
 top = q["alone"].idxmax()
 lines = [
-    f"Best reranked system (micro, seed mean): {best['rqa']} + {line(best['rqa'], best['system'])} "
+    f"Best reranked system (micro, seed mean): {best['rqa']} + {line(best['rqa'], best['reranker'])} "
     f"against {best['rqa']} alone {100 * alone[best['rqa']]:.2f}; the paper's best is "
     f"{PAPER_OVERALL_ACCURACY['combined_reranker']} (+3.22 over its RQA).",
     f"On the hybrid RQA (alone {100 * alone['hybrid']:.2f}): "
@@ -146,7 +150,7 @@ lines = [
     f"Significant changes over the RQA alone (Holm p < 0.05) in {(rated['p_holm'] < 0.05).sum()} of "
     f"{len(rated)} (RQA, reranker) pairs: "
     + (
-        "; ".join(f"{r.rqa} + {line(r.rqa, r.system)}" for r in rated[rated["p_holm"] < 0.05].itertuples())
+        "; ".join(f"{r.rqa} + {line(r.rqa, r.reranker)}" for r in rated[rated["p_holm"] < 0.05].itertuples())
         or "none"
     )
     + ".",
@@ -159,7 +163,7 @@ lines = [
     f"{100 * quality['random_in_topk'].iloc[0]:.1f}%).",
     "Does feedback add to QA data (the paper: Combined +1.99 over Vanilla, Feedback +0.61)? "
     + "; ".join(added(sys_) for sys_, _ in FEEDBACK_PAIRS)
-    + f" (points; Holm over {len(over_qa)}).",
+    + f" (points; Holm over {over_qa.family_size}).",
     f"The relevance model's recipe, measured on {relevance['eval_questions']} held-out QA-train questions "
     f"(seed 0; gold vs zero-shot MiniLM's best four others): {EARLIER_RECIPE}, this chapter's "
     f"rerankers' recipe, AUC {recipes.loc[EARLIER_RECIPE, 'auc']:.3f} and "
@@ -170,8 +174,8 @@ lines = [
     + (
         ""
         if best_recipe == EARLIER_RECIPE
-        else f" ({100 * recipes.loc[best_recipe, 'delta_alone']:+.1f} points alone, Holm p "
-        f"{recipes.loc[best_recipe, 'p_holm']:.2g})"
+        else f" ({100 * recipe_cmp.loc[best_recipe, 'delta']:+.1f} points alone, Holm p "
+        f"{recipe_cmp.loc[best_recipe, 'p_holm']:.2g})"
     )
     + ". The rerank stage now defaults to "
     f"{default_recipe or 'a recipe not in the table'} and warm-starts every feedback reranker from it; "
@@ -244,14 +248,14 @@ plt.show()
 # Each reranker against the RQA alone, within each RQA system: per question, the outcome is averaged over the three seeds (0, 1/3, 2/3 or 1), and a paired bootstrap over the 1,992 overall questions (resampled within test sets) gives the CI of the difference and a two-sided p-value, Holm-corrected over the five rerankers of one RQA system. W/T/L counts questions where the seed-averaged outcome is better / equal / worse than the RQA alone. Accuracies and differences in points.
 
 # %% tags=["hide-input"]
-print(micro["signature"].iloc[0])
-comparison_table(micro[micro["system"] != "none"])
+print(micro.signature())
+comparison_table(micro, names=["RQA", "reranker"])
 
 # %% [markdown]
 # The same test on the macro average (mean of the four domains):
 
 # %% tags=["hide-input"]
-comparison_table(macro[macro["system"] != "none"])
+comparison_table(macro, names=["RQA", "reranker"])
 
 # %% [markdown]
 # ## Does feedback add to QA data?
@@ -259,8 +263,8 @@ comparison_table(macro[macro["system"] != "none"])
 # The paper's own claim: its CombinedReranker (QA data + feedback) beats its VanillaReranker (QA data alone) by 1.99 points, and its FeedbackReranker beats Vanilla by 0.61. Here `combined` and `feedback_kl` against `vanilla` on every RQA system, the same paired test as above, Holm over the whole family (both pairs on every RQA system). Accuracies and differences in points; Δ is the reranker's accuracy minus `vanilla`'s.
 
 # %% tags=["hide-input"]
-print(f"{micro['signature'].iloc[0].split(', Holm')[0]}, Holm over {len(over_qa)} comparisons")
-comparison_table(over_qa, keys=("rqa", "system"), names=("RQA", "reranker vs vanilla"))
+print(over_qa.signature())
+comparison_table(over_qa, names=("RQA", "reranker vs vanilla"))
 
 # %% [markdown]
 # ## Each reranker alone on every RQA system
@@ -299,21 +303,27 @@ paper_gain = {
     k: PAPER_OVERALL_ACCURACY[v] - PAPER_OVERALL_ACCURACY["rqa_alone"] for k, v in paper_names.items()
 }
 rows = []
-for (rqa, reranker), r in micro.set_index(["rqa", "system"]).iterrows():
-    if reranker in paper_names:
-        rows.append(
-            {
-                "RQA": rqa,
-                "reranker": reranker,
-                "ours (micro)": round(100 * r["mean"], 2),
-                "ours (macro)": round(
-                    100 * macro.set_index(["rqa", "system"]).loc[(rqa, reranker), "mean"], 2
-                ),
-                "paper": PAPER_OVERALL_ACCURACY[paper_names[reranker]],
-                "our gain (micro)": round(100 * r["delta"], 2),
-                "paper gain": round(paper_gain[reranker], 2),
-            }
-        )
+macro_alone = macro.table.groupby(level="rqa", sort=False)["baseline_mean"].first()
+for rqa in RESCORED:
+    # the RQA alone (the comparisons' baseline), then each reranker the paper has
+    alone_row = {"mean": alone[rqa], "delta": 0.0, "macro": macro_alone[rqa]}
+    reranked = {
+        v: {"mean": r["mean"], "delta": r["delta"], "macro": macro.table.loc[(rqa, v), "mean"]}
+        for v, r in micro.table.loc[rqa].iterrows()
+    }
+    for reranker, r in {"none": alone_row, **reranked}.items():
+        if reranker in paper_names:
+            rows.append(
+                {
+                    "RQA": rqa,
+                    "reranker": reranker,
+                    "ours (micro)": round(100 * r["mean"], 2),
+                    "ours (macro)": round(100 * r["macro"], 2),
+                    "paper": PAPER_OVERALL_ACCURACY[paper_names[reranker]],
+                    "our gain (micro)": round(100 * r["delta"], 2),
+                    "paper gain": round(paper_gain[reranker], 2),
+                }
+            )
 pd.DataFrame(rows).set_index(["RQA", "reranker"])
 
 
@@ -382,11 +392,11 @@ per_seed = curve.groupby(["reranker", "seed", "w"])["correct"].mean()
 # %% tags=["hide-input"]
 ceiling = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS) & (outcomes["reranker"] == "none")]
 ceiling = ceiling.groupby("rqa")["gold_in_topk"].mean()
-gap = micro[micro["system"] != "none"].assign(
+gap = micro.table.reset_index().assign(
     recall_at_5=lambda t: t["rqa"].map(ceiling),
     closed=lambda t: (t["mean"] - t["rqa"].map(alone)) / (t["recall_at_5"] - t["rqa"].map(alone)),
 )
-gap.pivot(index="rqa", columns="system", values="closed").reindex(
+gap.pivot(index="rqa", columns="reranker", values="closed").reindex(
     index=RESCORED, columns=RERANKERS[1:]
 ).round(3).rename_axis(index="RQA", columns=None)
 
@@ -421,11 +431,13 @@ recipe_view = pd.DataFrame(
         "Δ alone, points [95% CI]": [
             "baseline"
             if r == EARLIER_RECIPE
-            else f"{100 * recipes.loc[r, 'delta_alone']:+.1f} "
-            f"[{100 * recipes.loc[r, 'ci_low']:+.1f}, {100 * recipes.loc[r, 'ci_high']:+.1f}]"
+            else f"{100 * recipe_cmp.loc[r, 'delta']:+.1f} "
+            + interval(100 * recipe_cmp.loc[r, "delta_ci_low"], 100 * recipe_cmp.loc[r, "delta_ci_high"], 1)
             for r in recipes.index
         ],
-        "Holm p": ["" if r == EARLIER_RECIPE else f"{recipes.loc[r, 'p_holm']:.3g}" for r in recipes.index],
+        "Holm p": [
+            "" if r == EARLIER_RECIPE else f"{recipe_cmp.loc[r, 'p_holm']:.3g}" for r in recipes.index
+        ],
         # the model's own record of its epochs (training and the epoch's selection pass): true
         # also where a rerun read the model from the cache
         "training (min)": [
@@ -436,7 +448,7 @@ recipe_view = pd.DataFrame(
 )
 print(
     f"{relevance['eval_questions']} held-out questions, seed 0; the rerank stage's default recipe: "
-    f"{default_recipe}; Holm over {len(recipes) - 1} comparison(s) with {EARLIER_RECIPE}; QA-train questions "
+    f"{default_recipe}; Holm over {len(recipe_cmp)} comparison(s) with {EARLIER_RECIPE}; QA-train questions "
     "trained on: " + ", ".join(f"{r} {recipe_info[r]['fit_questions']:,}" for r in recipes.index)
 )
 recipe_view

@@ -32,13 +32,14 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.calibration import expected_calibration_error
+from fqa_analysis.core.compare import compare
 from fqa_analysis.core.metrics import ranking_metrics, recall_curve
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_recall_curves, plot_reliability
 from fqa_analysis.core.report import ci_table, comparison_table, failure_examples, markdown_records
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
 from fqa_analysis.core.scoring import select_top1
-from fqa_analysis.core.stats import accuracy_with_ci, paired_bootstrap, paired_outcomes
+from fqa_analysis.core.stats import accuracy_with_ci
 
 pd.set_option("display.max_colwidth", 120)
 RESULTS = results_dir()
@@ -51,9 +52,7 @@ SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(rqa_
 outcomes = select_top1(rqa_rows)
 acc = accuracy_with_ci(outcomes, ["rqa"], n_resamples=10_000, seed=0)
 feedback_outcomes = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS)]
-wide = paired_outcomes(feedback_outcomes, ["rqa"])[SYSTEMS]
-strata = list(wide.index.get_level_values("domain"))
-comparison = paired_bootstrap(wide.reset_index(drop=True), baseline="bm25", strata=strata)
+comparison = compare(feedback_outcomes, system="rqa", baseline="bm25", commit=stage["git_commit"])
 feedback_ranks = ranks[ranks["domain"].isin(data.FEEDBACK_DOMAINS)]
 curve = recall_curve(feedback_ranks, range(1, 21), by=["rqa"])
 timings = pd.DataFrame(stage["timings"]).T[["compute_s", "wall_s", "from_cache", "peak_rss_mb"]]
@@ -69,7 +68,7 @@ by = acc.set_index(["system", "test_set"])
 micro = acc[acc["test_set"] == "overall (micro)"].set_index("system")["accuracy"]
 best = str(micro.idxmax())
 r5 = curve[curve["k"] == 5].set_index("rqa")["recall"]
-cmp = comparison.to_frame()
+cmp = comparison.table
 lines = [
     "Overall accuracy@1 of the RQA alone (four feedback domains, micro, 95% CI): "
     + "; ".join(
@@ -134,8 +133,7 @@ pd.DataFrame(
 
 # %% tags=["hide-input"]
 print(comparison.signature())
-against = comparison.to_frame().drop(index="bm25").reset_index()
-comparison_table(against, keys=["system"], names=["RQA (against bm25)"])
+comparison_table(comparison.table.reindex([s for s in SYSTEMS if s != "bm25"]), names=["RQA (against bm25)"])
 
 # %% [markdown]
 # ## Recall@k: the ceiling of reranking

@@ -15,7 +15,6 @@ from fqa_analysis.core.beyond import (
     apply_rating_temperatures,
     calibration_table,
     calibration_variants,
-    compare_within,
     cross_domain_weight,
     depth_curve,
     experiment_candidates,
@@ -118,31 +117,6 @@ def test_top1_confidence_takes_rank_one_of_the_rqa_alone() -> None:
     conf = top1_confidence(_candidates("none"))
     assert conf["confidence"].tolist() == [0.5, 0.6]
     assert conf["correct"].tolist() == [0.0, 1.0]
-
-
-def test_compare_within_corrects_over_the_whole_table() -> None:
-    rows = []
-    for g, gain in (("a", 1), ("b", 0)):
-        for q in range(40):
-            rows.append(
-                {"g": g, "s": "base", "domain": "D", "split": "test", "question_id": q, "correct": q % 2}
-            )
-            rows.append(
-                {
-                    "g": g,
-                    "s": "new",
-                    "domain": "D",
-                    "split": "test",
-                    "question_id": q,
-                    "correct": max(q % 2, gain),
-                }
-            )
-    table = compare_within(pd.DataFrame(rows), ["g"], "s", "base", n_resamples=999).set_index(["g", "s"])
-    assert table.loc[("a", "new"), "delta"] == pytest.approx(0.5)
-    assert table.loc[("b", "new"), "delta"] == 0.0
-    # two comparisons in the family: the smaller p is doubled by Holm
-    assert table.loc[("a", "new"), "p_holm"] == pytest.approx(2 * table.loc[("a", "new"), "p_value"])
-    assert np.isnan(table.loc[("a", "base"), "p_value"])
 
 
 def test_weight_optimum_ties_go_to_the_weight_nearest_one_half() -> None:

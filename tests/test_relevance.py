@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from fqa_analysis import data
-from fqa_analysis.core.reranking import recipe_outcomes, recipe_table
+from fqa_analysis.core.reranking import recipe_comparison, recipe_outcomes, recipe_table
 from fqa_analysis.models.reranker import bf16_supported
 from fqa_analysis.models.reranker_data import RatedPair, question_groups
 from fqa_analysis.stages.manifest import _git_commit
@@ -46,15 +46,16 @@ def test_recipe_table_by_hand() -> None:
     a = _rows("a", [[0.1, 0.9, 0.2], [0.3, 0.5, 0.1], [0.4, 0.4, 0.0]], [1, 0, 1])
     # recipe b: every gold first
     b = _rows("b", [[0.1, 0.9, 0.2], [0.6, 0.5, 0.1], [0.1, 0.4, 0.0]], [1, 0, 1])
-    table = recipe_table(pd.concat([a, b]), baseline="a", n_resamples=200)
+    table = recipe_table(pd.concat([a, b]))
+    cmp = recipe_comparison(pd.concat([a, b]), baseline="a", n_resamples=200)
     assert table.loc["a", "alone"] == pytest.approx(1 / 3)
     assert table.loc["a", "mrr"] == pytest.approx((1 + 0.5 + 0.5) / 3)
     # a: golds 0.9, 0.3, 0.4 against 0.1, 0.2, 0.5, 0.1, 0.4, 0.0: wins 6 + 4 + (4 + half a tie)
     assert table.loc["a", "auc"] == pytest.approx((6 + 4 + 4.5) / 18)
     # pooled over questions: b's gold of q2 (0.4) is below q1's other candidate (0.5)
     assert table.loc["b", "alone"] == 1.0 and table.loc["b", "auc"] == pytest.approx(17 / 18)
-    assert table.loc["b", "delta_alone"] == pytest.approx(2 / 3)
-    assert np.isnan(table.loc["a", "delta_alone"])
+    assert cmp.table.loc["b", "delta"] == pytest.approx(2 / 3)
+    assert list(cmp.table.index) == ["b"] and cmp.family_size == 1  # no self-comparison row
     assert list(table.index) == ["a", "b"] and table.loc["b", "questions"] == 3
 
 
@@ -67,7 +68,7 @@ def test_recipe_outcomes_refuse_a_question_without_one_gold() -> None:
 def test_recipe_table_refuses_recipes_on_different_questions() -> None:
     rows = pd.concat([_rows("a", [[0.1, 0.9], [0.2, 0.3]], [1, 0]), _rows("b", [[0.1, 0.9]], [1])])
     with pytest.raises(ValueError, match="different held-out questions"):
-        recipe_table(rows, baseline="a", n_resamples=10)
+        recipe_comparison(rows, baseline="a", n_resamples=10)
 
 
 def test_question_groups_put_the_gold_first_and_skip_lone_pairs() -> None:

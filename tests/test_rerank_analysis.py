@@ -63,9 +63,10 @@ def test_score_outcomes_follow_the_rule() -> None:
 
 
 def test_score_ablation_by_hand() -> None:
-    table = score_ablation(_ablation_candidates(), overall_domains=["WHO"], n_resamples=200)
-    row = table.iloc[0]
-    assert (row["acc_p_excellent"], row["acc_expected_rating"], row["delta"]) == (0.5, 1.0, 0.5)
+    cmp = score_ablation(_ablation_candidates(), overall_domains=["WHO"], n_resamples=200)
+    row = cmp.table.iloc[0]
+    assert cmp.table.index[0][2] == "expected_rating" and len(cmp.table) == 1
+    assert (row["baseline_mean"], row["mean"], row["delta"]) == (0.5, 1.0, 0.5)
     assert (row["wins"], row["ties"], row["losses"]) == (1, 1, 0)
     assert row["changed_picks"] == 0.5
     assert row["p_holm"] == row["p_value"]  # a family of one
@@ -102,13 +103,15 @@ def test_seed_table_mean_and_sd() -> None:
 
 
 def test_compare_to_baseline_uses_seed_averages() -> None:
-    table = compare_to_baseline(_outcomes(), overall_domains=["CDC", "WHO"], n_resamples=500)
-    table = table.set_index("system")
+    cmp = compare_to_baseline(_outcomes(), overall_domains=["CDC", "WHO"], n_resamples=500)
+    table = cmp.table.loc["r"]
     # seed-averaged x: 1, 1, 1/3, 0 -> mean 7/12; none: 1/4
     assert table.loc["x", "mean"] == pytest.approx(7 / 12)
     assert table.loc["x", "delta"] == pytest.approx(7 / 12 - 1 / 4)
     assert (table.loc["x", "wins"], table.loc["x", "ties"], table.loc["x", "losses"]) == (2, 2, 0)
-    assert "stratified by domain" in table.loc["x", "signature"]
+    assert table.loc["x", "baseline_mean"] == 0.25 and list(table.index) == ["x"]  # no self-comparison
+    assert "strata:domain/split" in cmp.signature() and "seeds:mean per question" in cmp.signature()
+    assert "holm:1 (every reranker vs none, per RQA)" in cmp.signature()
 
 
 def _items() -> pd.DataFrame:
@@ -184,15 +187,17 @@ def test_compare_family_holms_over_every_rqa_and_pair() -> None:
     y.loc[(y["seed"] == 1) & (y["question_id"] == 3), "correct"] = 1
     both = pd.concat([one, y])
     outcomes = pd.concat([both, both.assign(rqa="s")], ignore_index=True)
-    table = compare_family(outcomes, [("x", "none"), ("y", "x")], ["CDC", "WHO"], n_resamples=500)
-    assert table[["rqa", "system", "baseline"]].values.tolist() == [
+    cmp = compare_family(outcomes, [("x", "none"), ("y", "x")], ["CDC", "WHO"], n_resamples=500)
+    table = cmp.table.reset_index()
+    assert table[["rqa", "reranker", "baseline"]].values.tolist() == [
         ["r", "x", "none"],
-        ["s", "x", "none"],
         ["r", "y", "x"],
+        ["s", "x", "none"],
         ["s", "y", "x"],
     ]
     # y minus x, seed-averaged: question 3 gains 1/3 -> delta 1/12
-    assert table["delta"].iloc[2] == pytest.approx(1 / 12)
+    assert table["delta"].iloc[1] == pytest.approx(1 / 12)
     assert table["p_holm"].tolist() == pytest.approx(holm(table["p_value"].tolist()).tolist())
-    with pytest.raises(ValueError, match=r"no outcomes of reranker\(s\) \['z'\]"):
+    assert cmp.family_size == 4 and "holm:4 (" in cmp.signature()
+    with pytest.raises(ValueError, match=r"no reranker = \['z'\]"):
         compare_family(outcomes, [("z", "none")])

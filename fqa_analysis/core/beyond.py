@@ -8,8 +8,8 @@ Conventions shared by every function here:
 * outcomes of a reranker with several training seeds are averaged per question before any
   bootstrap (:func:`~fqa_analysis.core.metrics.seed_averaged`), so a test asks whether the method
   helps as trained with several seeds;
-* comparisons use :func:`~fqa_analysis.core.stats.paired_bootstrap` stratified by test set, and
-  :func:`compare_within` adds a Holm correction over the whole table it returns.
+* comparisons go through :func:`~fqa_analysis.core.compare.compare` (paired bootstrap stratified
+  by test set, Holm over the family it names).
 """
 
 from __future__ import annotations
@@ -20,14 +20,11 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
 
-from fqa_analysis.core.calibration import expected_calibration_error, reliability
+from fqa_analysis.core.calibration import expected_calibration_error
 from fqa_analysis.core.candidates import NO_RERANKER, QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
+from fqa_analysis.core.compare import seed_mean
 from fqa_analysis.core.stats import (
-    Average,
     bootstrap_means,
-    holm,
-    paired_bootstrap,
-    paired_outcomes,
     resample_indices,
 )
 from fqa_analysis.core.sweeps import candidate_blocks, depth_sweep, weight_sweep
@@ -41,8 +38,6 @@ __all__ = [
     "best_run",
     "calibration_table",
     "calibration_variants",
-    "compare_items",
-    "compare_within",
     "cross_domain_weight",
     "depth_curve",
     "ece_with_ci",
@@ -52,7 +47,6 @@ __all__ = [
     "item_outcomes",
     "page_overlap",
     "rating_temperatures",
-    "reliability_table",
     "scale_ratings",
     "top1_confidence",
     "transfer_outcomes",
@@ -228,108 +222,6 @@ def ece_with_ci(
     return expected_calibration_error(conf, hit, bins), float(lo), float(hi)
 
 
-def reliability_table(confidence: np.ndarray, correct: np.ndarray, bins: int = 10) -> pd.DataFrame:
-    """:func:`~fqa_analysis.core.calibration.reliability` as a table of its non-empty bins."""
-    conf, acc, n = reliability(confidence, correct, bins)
-    frame = pd.DataFrame({"bin": np.arange(bins), "confidence": conf, "accuracy": acc, "n": n})
-    return frame[frame["n"] > 0].reset_index(drop=True)
-
-
-# --------------------------------------------------------------------------- comparisons
-def _seed_mean(outcomes: pd.DataFrame, by: Sequence[str], column: str) -> pd.DataFrame:
-    """Per (``by``, question), ``column`` averaged over seeds; unchanged without a ``seed`` column."""
-    if "seed" not in outcomes.columns:
-        return outcomes
-    keys = list(dict.fromkeys([*by, *QUESTION_KEYS]))  # ``by`` may hold the domain
-    return outcomes.groupby(keys, sort=False)[column].mean().reset_index()
-
-
-def compare_items(
-    items: pd.DataFrame, system: str, baseline: object, column: str, n_resamples: int = 10_000
-) -> pd.DataFrame:
-    """Every value of ``system`` against ``baseline`` over feedback_test items, one Holm family.
-
-    Items are keyed by ``domain, item_id`` (seed-averaged when a ``seed`` column is present);
-    resampling is stratified by domain. A thin view of :func:`compare_within` for per-item tables
-    (rating scores, explanation similarities), which have no ``split`` or ``question_id``.
-
-    Returns:
-        The :func:`compare_within` table, indexed by ``system``.
-
-    Example:
-        >>> per = pd.DataFrame({"m": ["a"] * 3 + ["b"] * 3, "domain": "D", "item_id": [0, 1, 2] * 2,
-        ...     "kl": [0.5, 0.5, 0.5, 0.2, 0.5, 0.2]})
-        >>> r = compare_items(per, "m", "a", "kl", n_resamples=200)
-        >>> round(float(r.loc["b", "delta"]), 3), int(r.loc["b", "losses"])
-        (-0.2, 2)
-    """
-    keyed = items.assign(split="test", question_id=items["item_id"], family="all")
-    return compare_within(keyed, ["family"], system, baseline, column, n_resamples=n_resamples).set_index(
-        system
-    )
-
-
-def compare_within(
-    outcomes: pd.DataFrame,
-    group: Sequence[str],
-    system: str,
-    baseline: object,
-    column: str = "correct",
-    average: Average = "micro",
-    n_resamples: int = 10_000,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Within each group, every value of ``system`` against ``baseline``; Holm over the whole table.
-
-    Outcomes are seed-averaged per question first when a ``seed`` column is present. Resampling
-    is stratified by test set (``domain/split``).
-
-    Args:
-        outcomes: Per-question outcomes with ``group`` columns, ``system`` and question keys.
-        group: Columns that define separate comparisons (e.g. ``["rqa", "reranker"]``).
-        system: The column whose values are compared (e.g. ``"w"``).
-        baseline: The value of ``system`` every other value is compared with.
-        column: The outcome column.
-        average: ``micro`` or ``macro`` over test sets.
-        n_resamples: Bootstrap resamples.
-        seed: Seed of the resampling.
-
-    Returns:
-        ``group`` columns, ``system`` and the columns of
-        :meth:`~fqa_analysis.core.stats.Comparison.to_frame`; ``p_holm`` is re-corrected over every
-        comparison in the table (the family), ``p_holm_group`` keeps the within-group correction.
-
-    Example:
-        >>> out = pd.DataFrame({"g": "a", "s": ["x"] * 4 + ["y"] * 4, "domain": "D", "split": "test",
-        ...     "question_id": [0, 1, 2, 3] * 2, "correct": [0, 0, 1, 1, 1, 1, 1, 1]})
-        >>> r = compare_within(out, ["g"], "s", "x", n_resamples=500).set_index("s")
-        >>> float(r.loc["y", "delta"]), int(r.loc["y", "wins"])
-        (0.5, 2)
-    """
-    work = _seed_mean(outcomes, [*group, system], column)
-    frames = []
-    for values, block in work.groupby(list(group), sort=False):
-        wide = paired_outcomes(block, [system], column)  # columns named by str(value)
-        original = {str(v): v for v in block[system].unique()}
-        if str(baseline) not in wide.columns:
-            raise ValueError(f"group {values} has no {system} = {baseline!r} to compare with")
-        strata = [f"{d}/{s}" for d, s, _ in wide.index]
-        cmp = paired_bootstrap(wide.reset_index(drop=True), str(baseline), strata, average, n_resamples, seed)
-        frame = cmp.to_frame().reset_index().rename(columns={"system": system})
-        frame[system] = frame[system].map(original)
-        labels = values if isinstance(values, tuple) else (values,)
-        for col, value in reversed(list(zip(group, labels, strict=True))):
-            frame.insert(0, col, [value] * len(frame))
-        frame["signature"] = cmp.signature()
-        frames.append(frame)
-    table = pd.concat(frames, ignore_index=True)
-    table = table.rename(columns={"p_holm": "p_holm_group"})
-    tested = table["p_value"].notna().to_numpy()
-    table["p_holm"] = np.nan
-    table.loc[tested, "p_holm"] = holm(table.loc[tested, "p_value"].tolist())
-    return table
-
-
 # --------------------------------------------------------------------------- combination weight
 def weight_curve(candidates: pd.DataFrame, weights: Sequence[float]) -> pd.DataFrame:
     """Per question and w, correctness of S = (1 - w) P_theta + w P(Excellent) (feedback domains).
@@ -492,7 +384,7 @@ def accuracy_by(
         >>> accuracy_by(out, ["g"], n_resamples=200)[["n", "mean"]].values.tolist()
         [[4.0, 0.75]]
     """
-    work = _seed_mean(outcomes, by, column)
+    work = seed_mean(outcomes, [*by, *QUESTION_KEYS], column)
     rows = []
     for values, block in work.groupby(list(by), sort=False):
         strata = (block["domain"].astype(str) + "/" + block["split"].astype(str)).tolist()
@@ -592,7 +484,8 @@ def weight_stability(curve: pd.DataFrame) -> pd.DataFrame:
 def item_outcomes(per_item: pd.DataFrame) -> pd.DataFrame:
     """Per-item rating scores keyed like questions (``split = "feedback_test"``, ``question_id = item_id``).
 
-    So :func:`compare_within` and :func:`accuracy_by` work on feedback_test items unchanged.
+    So :func:`~fqa_analysis.core.compare.compare` and :func:`accuracy_by` work on feedback_test
+    items unchanged.
     """
     return per_item.rename(columns={"item_id": "question_id"}).assign(split="feedback_test")
 

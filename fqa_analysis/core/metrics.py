@@ -34,7 +34,6 @@ __all__ = [
     "recall_at_k",
     "recall_curve",
     "seed_averaged",
-    "seed_summary",
 ]
 
 Average = Literal["micro", "macro"]
@@ -145,25 +144,6 @@ def ranking_metrics(gold_rank: pd.Series) -> dict[str, float]:
         "recall@5": float(np.mean(r <= 5)),
         "n": float(len(r)),
     }
-
-
-def seed_summary(outcomes: pd.DataFrame, average: Average = "micro", column: str = "correct") -> pd.DataFrame:
-    """Mean and sample standard deviation over seeds of each (protocol, rqa, reranker)'s accuracy.
-
-    Example:
-        >>> out = pd.DataFrame({"protocol": "p", "rqa": "r", "reranker": "x", "seed": [0, 0, 1, 1],
-        ...     "domain": "A", "split": "test", "question_id": [0, 1, 0, 1], "correct": [1, 1, 1, 0]})
-        >>> seed_summary(out)[["mean", "sd", "seeds"]].iloc[0].tolist()
-        [0.75, 0.3535533905932738, 2.0]
-    """
-    per_seed = overall_accuracy(outcomes, average, column)
-    keys = [k for k in RUN_KEYS if k != "seed"]
-    grouped = per_seed.groupby(keys, sort=False)["accuracy"]
-    out = grouped.agg(mean="mean", sd="std", seeds="size").reset_index()
-    out["sd"] = out["sd"].fillna(0.0)
-    out["seeds"] = out["seeds"].astype(float)
-    out["average"] = average
-    return out
 
 
 def seed_averaged(outcomes: pd.DataFrame, column: str = "correct") -> pd.DataFrame:

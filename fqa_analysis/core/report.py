@@ -8,8 +8,9 @@ from typing import Any
 
 import pandas as pd
 
+from fqa_analysis.core.compare import Comparison
+
 __all__ = [
-    "COMPARISON_COLUMNS",
     "NBSP",
     "breakable",
     "canonical_order",
@@ -198,26 +199,10 @@ def failure_examples(
     return pd.DataFrame(rows)
 
 
-#: Columns of a paired comparison (:meth:`~fqa_analysis.core.stats.Comparison.to_frame` plus its keys).
-COMPARISON_COLUMNS = [
-    "rqa",
-    "system",
-    "mean",
-    "delta",
-    "delta_ci_low",
-    "delta_ci_high",
-    "p_value",
-    "p_holm",
-    "wins",
-    "ties",
-    "losses",
-]
-
-
 def comparison_table(
-    comparison: pd.DataFrame,
-    keys: Sequence[str] = ("rqa", "system"),
-    names: Sequence[str] = ("RQA", "reranker"),
+    comparison: Comparison | pd.DataFrame,
+    names: Sequence[str] | None = None,
+    levels: Sequence[str] | None = None,
     scale: float = 100.0,
     digits: int = 2,
     mean_header: str = "accuracy (%)",
@@ -225,50 +210,56 @@ def comparison_table(
     raw_p: bool = False,
     wtl: bool = True,
 ) -> pd.DataFrame:
-    """A paired comparison for reading: the mean, Δ, its CI as one cell, Holm's p, W / T / L.
+    """A comparison for reading: the mean, Δ, its CI as one cell, Holm's p, W / T / L.
 
     Args:
-        comparison: rows of :meth:`~fqa_analysis.core.stats.Comparison.to_frame` with their key
-            columns (``mean, delta, delta_ci_low, delta_ci_high, p_value, p_holm`` and, when
-            present, ``wins, ties, losses``).
-        keys: columns that identify a row; they become the index.
-        names: the index's names as the reader sees them.
+        comparison: A :class:`~fqa_analysis.core.compare.Comparison` or its table (schema
+            :data:`~fqa_analysis.core.compare.COLUMNS`, indexed by the compared keys), or rows of
+            it.
+        names: The index's level names as the reader sees them (default: as they are).
+        levels: Index levels to keep, in order (default: all).
         scale: multiplies means and differences (100: fractions shown in points).
         digits: decimals of means and differences (2 for accuracy in points, what a bootstrap
             CI over about 2,000 questions supports); p-values get 3 significant digits.
         mean_header: header of the mean column.
         delta_header: header of the difference column.
         raw_p: also show the uncorrected p-value (the book reports Holm's, the family's).
-        wtl: show wins / ties / losses when the comparison has them.
+        wtl: show wins / ties / losses.
 
     Example:
-        >>> row = {"rqa": "bm25", "system": "kl", "mean": 0.43321, "delta": 0.0049,
+        >>> row = {"rqa": "bm25", "reranker": "kl", "mean": 0.43321, "delta": 0.0049,
         ...        "delta_ci_low": -0.001, "delta_ci_high": 0.011, "p_value": 0.123456, "p_holm": 0.5,
         ...        "wins": 3, "ties": 9, "losses": 1}
-        >>> shown = comparison_table(pd.DataFrame([row]), raw_p=True)
+        >>> t = pd.DataFrame([row]).set_index(["rqa", "reranker"])
+        >>> shown = comparison_table(t, names=["RQA", "reranker"], raw_p=True)
         >>> shown.index.tolist(), shown.iloc[0].str.replace(NBSP, " ").tolist()
         ([('bm25', 'kl')], ['43.32', '+0.49', '[-0.10, +1.10]', '0.123', '0.5', '3 / 9 / 1'])
-        >>> comparison_table(pd.DataFrame([row]), wtl=False).columns.tolist()
+        >>> comparison_table(t, levels=["reranker"], wtl=False).columns.tolist()
         ['accuracy (%)', 'Δ (points)', '95% CI of Δ', 'p (Holm)']
     """
+    table = comparison.table if isinstance(comparison, Comparison) else comparison
+    if levels is not None:
+        table = table.reset_index().set_index(list(levels))
     rows = {
-        mean_header: [f"{scale * m:.{digits}f}" for m in comparison["mean"]],
-        delta_header: [f"{scale * d:+.{digits}f}" for d in comparison["delta"]],
+        mean_header: [f"{scale * m:.{digits}f}" for m in table["mean"]],
+        delta_header: [f"{scale * d:+.{digits}f}" for d in table["delta"]],
         "95% CI of Δ": [
             interval(scale * lo, scale * hi, digits)
-            for lo, hi in zip(comparison["delta_ci_low"], comparison["delta_ci_high"], strict=True)
+            for lo, hi in zip(table["delta_ci_low"], table["delta_ci_high"], strict=True)
         ],
-        "p": [f"{p:.3g}" for p in comparison["p_value"]],
-        "p (Holm)": [f"{p:.3g}" for p in comparison["p_holm"]],
+        "p": [f"{p:.3g}" for p in table["p_value"]],
+        "p (Holm)": [f"{p:.3g}" for p in table["p_holm"]],
     }
     if not raw_p:
         del rows["p"]
-    if wtl and {"wins", "ties", "losses"} <= set(comparison.columns):
+    if wtl:
         rows["W / T / L"] = [
             f"{w}{NBSP}/{NBSP}{t}{NBSP}/{NBSP}{lo}"
-            for w, t, lo in zip(comparison["wins"], comparison["ties"], comparison["losses"], strict=True)
+            for w, t, lo in zip(table["wins"], table["ties"], table["losses"], strict=True)
         ]
-    index = pd.MultiIndex.from_arrays([comparison[k].to_numpy() for k in keys], names=list(names))
+    index = table.index.copy()
+    if names is not None:
+        index = index.set_names(list(names))
     return pd.DataFrame(rows, index=index)
 
 

@@ -20,12 +20,14 @@ and the tests check them on tiny hand-made tables.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from fqa_analysis.core.candidates import RATING_COLUMNS, RUN_KEYS
-from fqa_analysis.core.metrics import Average, accuracy_by_test_set, overall_accuracy, seed_averaged
+from fqa_analysis.core.compare import Comparison, compare
+from fqa_analysis.core.metrics import Average, accuracy_by_test_set, overall_accuracy
 from fqa_analysis.core.ratings import kl_rows, rating_quality, rating_value
 from fqa_analysis.core.scoring import (
     RerankerScore,
@@ -34,7 +36,7 @@ from fqa_analysis.core.scoring import (
     p_excellent_score,
     select_top1,
 )
-from fqa_analysis.core.stats import holm, paired_bootstrap, paired_outcomes, test_set_label
+from fqa_analysis.core.stats import test_set_label
 from fqa_analysis.data import FEEDBACK_DOMAINS
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "join_annotators",
     "per_item_rating_scores",
     "rating_quality_table",
+    "recipe_comparison",
     "recipe_outcomes",
     "recipe_table",
     "reranker_quality",
@@ -114,35 +117,31 @@ def compare_to_baseline(
     average: Average = "micro",
     n_resamples: int = 10_000,
     seed: int = 0,
-) -> pd.DataFrame:
+    commit: str | None = None,
+) -> Comparison:
     """Every reranker against ``baseline`` within each RQA system, over the overall questions.
 
-    Outcomes are first averaged over seeds per question (0, 1/3, 2/3, 1 with three seeds), so
-    the test asks whether the reranker helps *as trained with several seeds*, not one lucky seed.
-    Resampling is stratified by test set; Holm corrects over the rerankers of one RQA system.
+    :func:`~fqa_analysis.core.compare.compare` on the overall questions: outcomes are first
+    averaged over seeds per question (0, 1/3, 2/3, 1 with three seeds), so the test asks whether
+    the reranker helps *as trained with several seeds*, not one lucky seed. Resampling is
+    stratified by test set; Holm corrects over the rerankers of one RQA system.
 
     Returns:
-        ``rqa, system`` and the columns of :meth:`~fqa_analysis.core.stats.Comparison.to_frame`
-        (mean, CI, delta and its CI, p, Holm p, wins/ties/losses), plus ``signature``.
+        The comparison; its table is indexed by ``rqa, reranker``.
     """
     overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
-    frames = []
-    for rqa, block in seed_averaged(overall).groupby("rqa", sort=False):
-        wide = paired_outcomes(block, ["reranker"])
-        strata = [f"{d}/{s}" for d, s, _ in wide.index]
-        cmp = paired_bootstrap(
-            wide.reset_index(drop=True),
-            baseline,
-            strata,
-            average,
-            n_resamples,
-            seed,
-        )
-        frame = cmp.to_frame().reset_index()
-        frame.insert(0, "rqa", rqa)
-        frame["signature"] = cmp.signature()
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    return compare(
+        overall,
+        system="reranker",
+        baseline=baseline,
+        within=["rqa"],
+        family="within",
+        describe=f"every reranker vs {baseline}, per RQA",
+        average=average,
+        n_resamples=n_resamples,
+        seed=seed,
+        commit=commit,
+    )
 
 
 def compare_family(
@@ -152,34 +151,35 @@ def compare_family(
     average: Average = "micro",
     n_resamples: int = 10_000,
     seed: int = 0,
-) -> pd.DataFrame:
-    """Each ``(system, baseline)`` reranker pair within every RQA system, Holm over the whole family.
+    commit: str | None = None,
+) -> Comparison:
+    """Each ``(reranker, baseline)`` pair within every RQA system, Holm over the whole family.
 
     The paper's claim that feedback adds to QA data is such a family: ``combined`` and
-    ``feedback_kl`` against ``vanilla`` on every RQA system. Each comparison is
-    :func:`compare_to_baseline`'s (seed-averaged per-question outcomes, paired bootstrap stratified
-    by test set); ``p_holm`` is then corrected over every (RQA, pair) row together, not per RQA.
+    ``feedback_kl`` against ``vanilla`` on every RQA system. As :func:`compare_to_baseline`
+    (seed-averaged per-question outcomes, paired bootstrap stratified by test set), but Holm
+    corrects over every (RQA, pair) row together, not per RQA.
 
     Returns:
-        ``rqa, system, baseline`` and the comparison columns, one row per (RQA, pair).
+        The comparison; its table is indexed by ``rqa, reranker`` with each row's ``baseline``.
 
     Raises:
         ValueError: A reranker of ``pairs`` has no rows in ``outcomes``.
     """
-    present = set(outcomes["reranker"])
-    missing = sorted({r for pair in pairs for r in pair} - present)
-    if missing:
-        raise ValueError(f"no outcomes of reranker(s) {missing} (have: {sorted(present)})")
-    frames = []
-    for baseline in dict.fromkeys(b for _, b in pairs):
-        systems = [s for s, b in pairs if b == baseline]
-        block = outcomes[outcomes["reranker"].isin([baseline, *systems])]
-        cmp = compare_to_baseline(block, baseline, overall_domains, average, n_resamples, seed)
-        frames.append(cmp[cmp["system"].isin(systems)].assign(baseline=baseline))
-    out = pd.concat(frames, ignore_index=True)
-    out["p_holm"] = holm(out["p_value"].tolist())
-    first = ["rqa", "system", "baseline"]
-    return out[first + [c for c in out.columns if c not in first]]
+    overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
+    names = ", ".join(f"{s} vs {b}" for s, b in pairs)
+    return compare(
+        overall,
+        system="reranker",
+        pairs=pairs,
+        within=["rqa"],
+        family="table",
+        describe=f"{names}, on every RQA",
+        average=average,
+        n_resamples=n_resamples,
+        seed=seed,
+        commit=commit,
+    )
 
 
 def score_ablation(
@@ -187,7 +187,8 @@ def score_ablation(
     overall_domains: Sequence[str] = FEEDBACK_DOMAINS,
     n_resamples: int = 10_000,
     seed: int = 0,
-) -> pd.DataFrame:
+    commit: str | None = None,
+) -> Comparison:
     """P(Excellent) against E[y]/3 as the reranker's score, for every (RQA, reranker).
 
     Per (RQA, reranker): seed-averaged outcomes under both rules over the overall questions,
@@ -195,43 +196,43 @@ def score_ablation(
     corrects over every (RQA, reranker) pair of the table.
 
     Returns:
-        ``rqa, reranker, acc_p_excellent, acc_expected_rating, delta, delta_ci_low,
-        delta_ci_high, p_value, p_holm, wins, ties, losses, changed_picks`` (questions x seeds
-        whose answer differs between the two rules, as a share).
+        The comparison of ``rule`` ``expected_rating`` against ``p_excellent`` (table indexed by
+        ``rqa, reranker, rule``; ``mean`` is E[y]/3's accuracy, ``baseline_mean``
+        P(Excellent)'s), with one more column, ``changed_picks``: the share of questions x seeds
+        whose answer differs between the two rules.
     """
     rated = candidates[candidates["reranker"] != "none"]
     rated = rated[rated["domain"].isin(list(overall_domains))]
     picks = {rule: score_outcomes(rated, rule) for rule in ("p_excellent", "expected_rating")}
     keys = [*RUN_KEYS, "domain", "split", "question_id"]
     joined = picks["p_excellent"].merge(picks["expected_rating"], on=keys, suffixes=("_pe", "_er"))
-    rows = []
-    for (rqa, reranker), block in joined.groupby(["rqa", "reranker"], sort=False):
-        pe = seed_averaged(block.rename(columns={"correct_pe": "correct"}))
-        er = seed_averaged(block.rename(columns={"correct_er": "correct"}))
-        both = pd.concat([pe.assign(rule="p_excellent"), er.assign(rule="expected_rating")])
-        wide = paired_outcomes(both, ["rule"])[["p_excellent", "expected_rating"]]
-        strata = [f"{d}/{s}" for d, s, _ in wide.index]
-        cmp = paired_bootstrap(wide.reset_index(drop=True), "p_excellent", strata, "micro", n_resamples, seed)
-        rows.append(
-            {
-                "rqa": rqa,
-                "reranker": reranker,
-                "acc_p_excellent": cmp.mean["p_excellent"],
-                "acc_expected_rating": cmp.mean["expected_rating"],
-                "delta": cmp.delta["expected_rating"],
-                "delta_ci_low": cmp.delta_ci["expected_rating"][0],
-                "delta_ci_high": cmp.delta_ci["expected_rating"][1],
-                "p_value": cmp.p_value["expected_rating"],
-                "wins": cmp.wins["expected_rating"],
-                "ties": cmp.ties["expected_rating"],
-                "losses": cmp.losses["expected_rating"],
-                "changed_picks": float((block["passage_id_pe"] != block["passage_id_er"]).mean()),
-            }
-        )
-    table = pd.DataFrame(rows)
-    table["p_holm"] = holm(table["p_value"].tolist())
-    order = list(rows[0])
-    return table[[*order[: order.index("p_value") + 1], "p_holm", *order[order.index("p_value") + 1 :]]]
+    changed = (
+        joined.assign(changed=joined["passage_id_pe"] != joined["passage_id_er"])
+        .groupby(["rqa", "reranker"], sort=False)["changed"]
+        .mean()
+    )
+    # one long table: both rules' picks, in the order of the joined questions
+    both = pd.concat(
+        [
+            joined.rename(columns={f"correct{sfx}": "correct"}).assign(rule=rule)[[*keys, "rule", "correct"]]
+            for rule, sfx in (("p_excellent", "_pe"), ("expected_rating", "_er"))
+        ],
+        ignore_index=True,
+    )
+    cmp = compare(
+        both,
+        system="rule",
+        baseline="p_excellent",
+        within=["rqa", "reranker"],
+        family="table",
+        describe="E[y]/3 vs P(Excellent), every (RQA, reranker)",
+        n_resamples=n_resamples,
+        seed=seed,
+        commit=commit,
+    )
+    table = cmp.table.copy()
+    table["changed_picks"] = [float(changed[(r, v)]) for r, v, _ in table.index]
+    return replace(cmp, table=table)
 
 
 def auc(score: np.ndarray, positive: np.ndarray) -> float:
@@ -508,18 +509,15 @@ def recipe_outcomes(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def recipe_table(rows: pd.DataFrame, baseline: str | None = None, n_resamples: int = 10_000) -> pd.DataFrame:
+def recipe_table(rows: pd.DataFrame) -> pd.DataFrame:
     """The recipe table: per recipe, AUC, accuracy alone and MRR on the held-out questions.
 
     ``auc`` pools every question's candidates (gold vs the others, P(Excellent)); ``alone`` is
     the share of questions whose gold P(Excellent) ranks first; ``mrr`` the mean reciprocal rank
-    of the gold. With a ``baseline`` recipe, each other recipe's ``alone`` is compared with it by
-    the paired bootstrap over questions (``delta_alone``, ``p_value``, Holm over the family in
-    ``p_holm``); every recipe must then have scored the same questions.
+    of the gold. :func:`recipe_comparison` tests the differences in ``alone``.
 
     Returns:
-        One row per recipe (index ``recipe``, in the rows' order): ``questions, auc, alone, mrr``
-        and, with a baseline, ``delta_alone, ci_low, ci_high, p_value, p_holm``.
+        One row per recipe (index ``recipe``, in the rows' order): ``questions, auc, alone, mrr``.
     """
     outcomes = recipe_outcomes(rows)
     table = []
@@ -534,25 +532,39 @@ def recipe_table(rows: pd.DataFrame, baseline: str | None = None, n_resamples: i
                 "mrr": float(mine["reciprocal_rank"].mean()),
             }
         )
-    out = pd.DataFrame(table).set_index("recipe")
-    if baseline is None:
-        return out
-    if baseline not in out.index:
-        raise ValueError(f"baseline recipe {baseline!r} is not in the table ({list(out.index)})")
-    wide = outcomes.pivot_table(
-        index=["seed", "domain", "question_id"], columns="recipe", values="correct", aggfunc="mean"
-    )
-    if wide.isna().any().any():
-        raise ValueError("the recipes scored different held-out questions; rerun `fqa run relevance` for all")
-    cmp = paired_bootstrap(wide[list(out.index)], baseline, n_resamples=n_resamples).to_frame()
-    others = [r for r in out.index if r != baseline]
-    cmp = cmp.reindex(others)
-    for column, source in (
-        ("delta_alone", "delta"),
-        ("ci_low", "delta_ci_low"),
-        ("ci_high", "delta_ci_high"),
-        ("p_value", "p_value"),
-        ("p_holm", "p_holm"),
-    ):
-        out[column] = cmp[source]
-    return out
+    return pd.DataFrame(table).set_index("recipe")
+
+
+def recipe_comparison(
+    rows: pd.DataFrame, baseline: str, n_resamples: int = 10_000, commit: str | None = None
+) -> Comparison:
+    """Each recipe's ``alone`` (the gold picked first) against ``baseline``'s, paired over questions.
+
+    Unstratified paired bootstrap over the held-out questions (one seed each), Holm over the
+    other recipes.
+
+    Raises:
+        ValueError: ``baseline`` is not a recipe of ``rows``, or the recipes scored different
+            held-out questions.
+    """
+    recipes = list(dict.fromkeys(rows["recipe"]))
+    if baseline not in recipes:
+        raise ValueError(f"baseline recipe {baseline!r} is not in the table ({recipes})")
+    keys = ["seed", "domain", "question_id"]
+    outcomes = recipe_outcomes(rows)
+    try:
+        return compare(
+            outcomes,
+            system="recipe",
+            baseline=baseline,
+            keys=keys,
+            strata=(),
+            seeds=None,
+            describe=f"every recipe vs {baseline}",
+            n_resamples=n_resamples,
+            commit=commit,
+        )
+    except ValueError as err:
+        raise ValueError(
+            f"the recipes scored different held-out questions ({err}); rerun `fqa run relevance` for all"
+        ) from err

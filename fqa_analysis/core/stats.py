@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "Comparison",
+    "BootstrapResult",
     "accuracy_with_ci",
     "bootstrap_means",
     "holm",
@@ -115,11 +115,13 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """Systems compared with a baseline over the same questions (see :func:`paired_bootstrap`).
+@dataclass(frozen=True, kw_only=True)
+class BootstrapResult:
+    """Columns of one table compared with a baseline column over the same rows (:func:`paired_bootstrap`).
 
-    Attributes hold one entry per system (the baseline included, with zero delta and no p).
+    Attributes hold one entry per system (the baseline included, with zero delta and no p). The
+    book's comparisons go through :func:`fqa_analysis.core.compare.compare`, which builds on this
+    and names the Holm family and every convention in its signature.
     """
 
     baseline: str
@@ -162,18 +164,6 @@ class Comparison:
         frame.index.name = "system"
         return frame
 
-    def signature(self) -> str:
-        """One line with every convention behind the numbers, to print under a table."""
-        level = round(self.confidence * 100)
-        strat = "stratified by domain" if self.stratified else "unstratified"
-        family = len(self.systems) - 1
-        return (
-            f"paired bootstrap over {self.n_questions} questions ({strat}), B={self.n_resamples}, "
-            f"seed={self.seed}, {self.average} average, {level}% percentile CIs, two-sided "
-            f"p (shift method, +1 correction), Holm over {family} comparison(s) with "
-            f"'{self.baseline}', W/T/L per question"
-        )
-
 
 def paired_bootstrap(
     values: pd.DataFrame,
@@ -183,7 +173,7 @@ def paired_bootstrap(
     n_resamples: int = 10_000,
     seed: int = 0,
     confidence: float = 0.95,
-) -> Comparison:
+) -> BootstrapResult:
     """Compare every column of ``values`` with the ``baseline`` column, paired over rows.
 
     Args:
@@ -244,24 +234,24 @@ def paired_bootstrap(
     others = [s for s in systems if s != baseline]
     adjusted = dict(zip(others, holm([p[s] for s in others]), strict=True))
     p_holm = {s: float(adjusted.get(s, float("nan"))) for s in systems}
-    return Comparison(
-        baseline,
-        systems,
-        n,
-        n_resamples,
-        seed,
-        confidence,
-        average,
-        strata is not None,
-        mean,
-        ci,
-        delta,
-        delta_ci,
-        p,
-        p_holm,
-        wins,
-        ties,
-        losses,
+    return BootstrapResult(
+        baseline=baseline,
+        systems=systems,
+        n_questions=n,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+        average=average,
+        stratified=strata is not None,
+        mean=mean,
+        ci=ci,
+        delta=delta,
+        delta_ci=delta_ci,
+        p_value=p,
+        p_holm=p_holm,
+        wins=wins,
+        ties=ties,
+        losses=losses,
     )
 
 

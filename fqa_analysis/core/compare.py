@@ -1,0 +1,328 @@
+"""One way to compare systems: :func:`compare`, returning one :class:`Comparison`.
+
+Every comparison in the book goes through :func:`compare`: per-question outcomes in a long table
+(one row per system and question, optionally per training seed), a column naming the systems, a
+baseline (or explicit pairs), optional groups compared separately (``within``), and the Holm
+family the p-values are corrected over. It averages seeds per question, pairs the systems
+question by question, runs :func:`~fqa_analysis.core.stats.paired_bootstrap` (one seeded resample
+matrix shared by every system of a group, stratified by test set, +1 p-value) and Holm-corrects
+over the family it was asked for, which its :meth:`Comparison.signature` names.
+
+The table has one long schema (:data:`COLUMNS`), one row per compared system (never the baseline
+against itself), indexed by the ``within`` columns and the system column.
+
+Example:
+    >>> out = pd.DataFrame({"sys": ["a"] * 4 + ["b"] * 4, "domain": "D", "split": "test",
+    ...     "question_id": [0, 1, 2, 3] * 2, "correct": [0, 0, 1, 1, 1, 1, 1, 1]})
+    >>> cmp = compare(out, system="sys", baseline="a", n_resamples=500)
+    >>> row = cmp.table.loc["b"]
+    >>> float(row["baseline_mean"]), float(row["mean"]), float(row["delta"]), int(row["wins"]), int(row["n"])
+    (0.5, 1.0, 0.5, 2, 4)
+    >>> cmp.family_size
+    1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import pandas as pd
+
+from fqa_analysis import __version__
+from fqa_analysis.core.stats import Average, holm, paired_bootstrap
+
+__all__ = ["COLUMNS", "ITEM_KEYS", "QUESTION_KEYS", "Comparison", "compare", "seed_mean", "wide_outcomes"]
+
+#: The comparison table's columns, in order. ``n``: paired questions; ``mean`` (``ci_low``,
+#: ``ci_high``): the system's mean outcome and its percentile CI; ``baseline_mean``: the
+#: baseline's on the same questions; ``delta`` (``delta_ci_low``, ``delta_ci_high``): system minus
+#: baseline and its percentile CI (unadjusted); ``p_value``: two-sided, shift method, +1 corrected;
+#: ``p_holm``: Holm-adjusted over the comparison's family; ``wins, ties, losses``: questions where
+#: the system's outcome is higher / equal / lower than the baseline's.
+COLUMNS: tuple[str, ...] = (
+    "baseline",
+    "n",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "baseline_mean",
+    "delta",
+    "delta_ci_low",
+    "delta_ci_high",
+    "p_value",
+    "p_holm",
+    "wins",
+    "ties",
+    "losses",
+)
+
+#: Question keys of the book's outcome tables.
+QUESTION_KEYS: tuple[str, ...] = ("domain", "split", "question_id")
+#: Keys of the per-item tables of feedback_test (rating scores, explanation metrics).
+ITEM_KEYS: tuple[str, ...] = ("domain", "item_id")
+
+Family = Literal["table", "within"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """The result of :func:`compare`: the table and every convention behind it.
+
+    Attributes:
+        table: One row per compared system (schema :data:`COLUMNS`), indexed by the ``within``
+            columns and the system column.
+        system: The column whose values were compared.
+        value: The outcome column compared.
+        family: What the Holm family holds, in words (e.g. ``every reranker vs none, per rqa``).
+        family_size: Comparisons in one Holm family.
+        n_resamples: Bootstrap resamples B.
+        seed: Seed of the resample matrix.
+        confidence: Level of the percentile CIs.
+        average: ``micro`` or ``macro`` over strata.
+        strata: Columns questions were resampled within (empty: unstratified).
+        seeds: How training seeds enter (``mean per question`` or ``none``).
+        commit: The results' git commit, when the caller knows it.
+        version: The fqa_analysis version that computed it.
+    """
+
+    table: pd.DataFrame
+    system: str
+    value: str
+    family: str
+    family_size: int
+    n_resamples: int
+    seed: int
+    confidence: float
+    average: str
+    strata: tuple[str, ...]
+    seeds: str
+    commit: str | None = None
+    version: str = __version__
+
+    def signature(self) -> str:
+        """A key:value line that identifies the computation, to print under a table.
+
+        Example:
+            >>> t = pd.DataFrame(columns=list(COLUMNS))
+            >>> Comparison(table=t, system="s", value="correct", family="b vs a", family_size=1,
+            ...     n_resamples=10, seed=0, confidence=0.95, average="micro", strata=("domain",),
+            ...     seeds="none").signature().split("|")  # doctest: +NORMALIZE_WHITESPACE
+            ['test:paired-bootstrap', 'p:two-sided,shift,+1', 'ci:95%-percentile,unadjusted', 'B:10',
+             'seed:0', 'strata:domain', 'average:micro', 'seeds:none', 'holm:1 (b vs a)',
+             'fqa_analysis:0.1.0', 'results:unknown']
+        """
+        fields = {
+            "test": "paired-bootstrap",
+            "p": "two-sided,shift,+1",
+            "ci": f"{round(100 * self.confidence)}%-percentile,unadjusted",
+            "B": str(self.n_resamples),
+            "seed": str(self.seed),
+            "strata": "/".join(self.strata) or "none",
+            "average": self.average,
+            "seeds": self.seeds,
+            "holm": f"{self.family_size} ({self.family})",
+            "fqa_analysis": self.version,
+            "results": _short_commits(self.commit),
+        }
+        return "|".join(f"{k}:{v}" for k, v in fields.items())
+
+
+def _short_commits(commit: str | None) -> str:
+    """Each comma-separated commit to 12 hex digits, keeping a ``+dirty`` mark.
+
+    Example:
+        >>> _short_commits("0123456789abcdef0123+dirty,fedcba9876543210")
+        '0123456789ab+dirty,fedcba987654'
+    """
+    if not commit:
+        return "unknown"
+    return ",".join(c[:12] + ("+dirty" if c.endswith("+dirty") else "") for c in commit.split(","))
+
+
+def wide_outcomes(
+    outcomes: pd.DataFrame, system: str, value: str = "correct", keys: Sequence[str] = QUESTION_KEYS
+) -> pd.DataFrame:
+    """One row per question (index ``keys``, sorted), one column per value of ``system``.
+
+    Raises:
+        ValueError: A key or the value column is missing, a (system, question) appears twice, or
+            a system lacks a question another system has (pairing would be wrong).
+
+    Example:
+        >>> long = pd.DataFrame({"s": ["a", "a", "b", "b"], "q": [0, 1, 0, 1], "v": [1, 0, 1, 1]})
+        >>> wide_outcomes(long, "s", "v", ["q"]).values.tolist()
+        [[1.0, 1.0], [0.0, 1.0]]
+    """
+    missing = [c for c in (*keys, system, value) if c not in outcomes.columns]
+    if missing:
+        raise ValueError(f"outcomes have no column(s) {missing} (have: {list(outcomes.columns)})")
+    if outcomes.duplicated([*keys, system]).any():
+        raise ValueError(
+            f"outcomes hold a question twice for one {system}; average seeds first (compare(seeds='seed'))"
+        )
+    # rows sorted by the keys: the resample matrix draws positions, so a canonical order gives the
+    # same numbers whatever order the caller's rows came in
+    wide = outcomes.pivot_table(index=list(keys), columns=system, values=value, aggfunc="first")
+    gaps = wide.isna().sum()
+    if gaps.any():
+        worst = gaps.idxmax()
+        raise ValueError(
+            f"{system} {worst!r} has no outcome for {int(gaps.max())} question(s) that other "
+            f"values of {system} answered; compare systems on the same questions"
+        )
+    wide.columns.name = None
+    return wide.astype(float)
+
+
+def seed_mean(
+    outcomes: pd.DataFrame, by: Sequence[str], value: str, seeds: str | None = "seed"
+) -> pd.DataFrame:
+    """Per ``by`` (system and question keys), ``value`` averaged over the ``seeds`` column.
+
+    Unchanged when ``seeds`` is None or not a column. Groups keep their first-appearance order.
+
+    Example:
+        >>> long = pd.DataFrame({"q": [0, 0, 1], "seed": [0, 1, 0], "v": [1, 0, 1]})
+        >>> seed_mean(long, ["q"], "v")["v"].tolist()
+        [0.5, 1.0]
+    """
+    if seeds is None or seeds not in outcomes.columns:
+        return outcomes
+    return outcomes.groupby(list(dict.fromkeys(by)), sort=False)[value].mean().reset_index()
+
+
+def compare(
+    outcomes: pd.DataFrame,
+    *,
+    system: str,
+    baseline: object | None = None,
+    pairs: Sequence[tuple[object, object]] | None = None,
+    within: Sequence[str] = (),
+    family: Family = "table",
+    describe: str | None = None,
+    value: str = "correct",
+    keys: Sequence[str] = QUESTION_KEYS,
+    strata: Sequence[str] = ("domain", "split"),
+    seeds: str | None = "seed",
+    average: Average = "micro",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    commit: str | None = None,
+) -> Comparison:
+    """Compare systems with a baseline (or explicit pairs), paired over questions, Holm over a family.
+
+    Args:
+        outcomes: Long table: ``within`` columns, ``system``, ``keys``, ``value`` and, for systems
+            trained with several seeds, a ``seeds`` column.
+        system: The column whose values are the compared systems (``reranker``, ``rule``, ...).
+        baseline: The value of ``system`` every other value is compared with (in each group).
+        pairs: Instead of ``baseline``: ``(system value, baseline value)`` pairs, each compared
+            in every group.
+        within: Columns whose values are compared separately (e.g. ``["rqa"]``: every reranker
+            against the RQA alone within each RQA system).
+        family: ``table``: Holm over every row of the table; ``within``: Holm within each group.
+        describe: The family's members in words, for the signature (default: built from the
+            arguments).
+        value: The outcome column (1/0 accuracy, or any per-question score such as a KL).
+        keys: The columns that identify a question.
+        strata: Columns (a subset of ``keys``) questions are resampled within; empty for none.
+        seeds: Column of training seeds; outcomes are averaged over it per question (0, 1/3, 2/3,
+            1 with three seeds), so the test asks whether a system helps as trained with several
+            seeds. ``None`` (or no such column): outcomes are used as they are.
+        average: ``micro`` (mean over questions) or ``macro`` (mean of strata means).
+        n_resamples: Bootstrap resamples B.
+        seed: Seed of the resample matrix (the same for every group).
+        confidence: Level of the percentile CIs.
+        commit: The results' git commit (several comma-separated when the outcomes come from
+            several stages), named in the signature.
+
+    Returns:
+        The :class:`Comparison`.
+
+    Raises:
+        ValueError: Neither or both of ``baseline`` and ``pairs``; a group without the baseline;
+            a strata column that is not a key; unpaired questions (see :func:`wide_outcomes`).
+
+    Example:
+        >>> out = pd.DataFrame({"g": ["x"] * 6 + ["y"] * 6, "s": (["a"] * 3 + ["b"] * 3) * 2,
+        ...     "domain": "D", "split": "test", "question_id": [0, 1, 2] * 4,
+        ...     "correct": [0, 0, 0, 1, 1, 1, 0, 1, 1, 0, 0, 1]})
+        >>> cmp = compare(out, system="s", baseline="a", within=["g"], n_resamples=200)
+        >>> cmp.table["delta"].round(3).tolist(), cmp.family_size, list(cmp.table.index.names)
+        ([1.0, -0.333], 2, ['g', 's'])
+    """
+    if (baseline is None) == (pairs is None):
+        raise ValueError("give exactly one of baseline= (every other system against it) or pairs=")
+    if not set(strata) <= set(keys):
+        raise ValueError(f"strata {list(strata)} must be question keys ({list(keys)})")
+    work = seed_mean(outcomes, [*within, system, *keys], value, seeds)
+    seeded = seeds is not None and seeds in outcomes.columns
+    groups = list(work.groupby(list(within), sort=False)) if within else [((), work)]
+    frames = []
+    for group_key, block in groups:
+        labels: tuple[object, ...] = group_key if isinstance(group_key, tuple) else (group_key,)
+        present = list(dict.fromkeys(block[system]))
+        if pairs is None:
+            todo = [(s, baseline) for s in present if s != baseline]
+        else:
+            todo = [(s, b) for s, b in pairs]
+        where = f" in {dict(zip(within, labels, strict=True))}" if within else ""
+        for base in dict.fromkeys(b for _, b in todo):
+            if base not in present:
+                raise ValueError(f"no {system} = {base!r} to compare with{where} (have: {present})")
+            others = [s for s, b in todo if b == base]
+            unknown = [s for s in others if s not in present]
+            if unknown:
+                raise ValueError(f"no {system} = {unknown}{where} (have: {present})")
+            wide = wide_outcomes(block[block[system].isin([base, *others])], system, value, keys)
+            # columns named by str(): a system value may be an int (a depth) or a float (a weight)
+            names = {str(c): c for c in wide.columns}
+            wide.columns = [str(c) for c in wide.columns]
+            where_rows = wide.index.to_frame()[list(strata)].itertuples(index=False)
+            labels_strata = ["/".join(map(str, row)) for row in where_rows] if strata else None
+            frame = paired_bootstrap(
+                wide.reset_index(drop=True)[[str(base), *map(str, others)]],
+                str(base),
+                labels_strata,
+                average,
+                n_resamples,
+                seed,
+                confidence,
+            ).to_frame()
+            rows = frame.drop(index=str(base)).assign(n=len(wide), baseline_mean=frame.loc[str(base), "mean"])
+            rows["baseline"] = pd.Series([base] * len(rows), index=rows.index, dtype=object)
+            rows.index = pd.Index([names[i] for i in rows.index], name=system)
+            for col, label in zip(within, labels, strict=True):
+                rows[col] = pd.Series([label] * len(rows), index=rows.index, dtype=object)
+            frames.append(rows.reset_index())
+    table = pd.concat(frames, ignore_index=True)
+    if family == "table":
+        table["p_holm"] = holm(table["p_value"].tolist())
+        size = len(table)
+    else:
+        for _, idx in table.groupby(list(within), sort=False).groups.items():
+            table.loc[idx, "p_holm"] = holm(table.loc[idx, "p_value"].tolist())
+        size = int(table.groupby(list(within), sort=False).size().max())
+    table = table.set_index([*within, system])[list(COLUMNS)]
+    if describe is None:
+        what = f"every {system} vs {baseline}" if pairs is None else f"{len(pairs)} {system} pair(s)"
+        per = f" per {'/'.join(within)}" if family == "within" else ""
+        over = f" over every {'/'.join(within)}" if within and family == "table" else ""
+        describe = f"{what}{per}{over}"
+    return Comparison(
+        table=table,
+        system=system,
+        value=value,
+        family=describe,
+        family_size=size,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+        average=average,
+        strata=tuple(strata),
+        seeds="mean per question" if seeded else "none",
+        commit=commit,
+    )

@@ -1,0 +1,100 @@
+"""The one comparison API: compare() and Comparison, on tables small enough to check by hand."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from fqa_analysis.core.compare import COLUMNS, Comparison, compare
+from fqa_analysis.core.stats import holm, paired_bootstrap
+
+
+def _two_groups() -> pd.DataFrame:
+    rows = []
+    for g, gain in (("a", 1), ("b", 0)):
+        for q in range(40):
+            base = {"g": g, "domain": "D", "split": "test", "question_id": q}
+            rows.append({**base, "s": "base", "correct": q % 2})
+            rows.append({**base, "s": "new", "correct": max(q % 2, gain)})
+    return pd.DataFrame(rows)
+
+
+def test_holm_over_the_table_or_within_each_group() -> None:
+    whole = compare(_two_groups(), system="s", baseline="base", within=["g"], n_resamples=999)
+    t = whole.table
+    assert list(t.columns) == list(COLUMNS) and list(t.index.names) == ["g", "s"]
+    assert t.loc[("a", "new"), "delta"] == pytest.approx(0.5) and t.loc[("b", "new"), "delta"] == 0.0
+    assert t.loc[("a", "new"), "baseline_mean"] == 0.5 and t.loc[("a", "new"), "n"] == 40
+    # two comparisons in the family: the smaller p is doubled by Holm
+    assert t.loc[("a", "new"), "p_holm"] == pytest.approx(2 * t.loc[("a", "new"), "p_value"])
+    assert whole.family_size == 2 and "|holm:2 (every s vs base over every g)|" in whole.signature()
+    per = compare(_two_groups(), system="s", baseline="base", within=["g"], family="within", n_resamples=999)
+    assert per.table["p_holm"].tolist() == per.table["p_value"].tolist()  # families of one
+    assert per.family_size == 1 and "|holm:1 (every s vs base per g)|" in per.signature()
+
+
+def test_numbers_are_the_paired_bootstraps() -> None:
+    # the same resample matrix as paired_bootstrap on the wide table: identical CIs and p-values
+    block = _two_groups().query("g == 'a'")
+    cmp = compare(block, system="s", baseline="base", n_resamples=500, seed=4)
+    wide = pd.DataFrame({s: block[block["s"] == s]["correct"].to_numpy() for s in ("base", "new")})
+    ref = paired_bootstrap(wide, "base", ["D/test"] * 40, n_resamples=500, seed=4)
+    row = cmp.table.loc["new"]
+    assert (row["delta_ci_low"], row["delta_ci_high"]) == ref.delta_ci["new"]
+    assert row["p_value"] == ref.p_value["new"] and (row["ci_low"], row["ci_high"]) == ref.ci["new"]
+
+
+def test_seeds_are_averaged_per_question_first() -> None:
+    # x right on question 0 in seed 0 only (1/3), on question 1 in every seed; base right on neither
+    rows = [("base", 0, q, 0) for q in (0, 1)]
+    rows += [("x", seed, 0, int(seed == 0)) for seed in range(3)] + [("x", seed, 1, 1) for seed in range(3)]
+    long = pd.DataFrame(rows, columns=["s", "seed", "question_id", "correct"]).assign(
+        domain="D", split="test"
+    )
+    cmp = compare(long, system="s", baseline="base", n_resamples=200)
+    assert cmp.table.loc["x", "mean"] == pytest.approx(2 / 3) and cmp.table.loc["x", "n"] == 2
+    assert "seeds:mean per question" in cmp.signature()
+    unseeded = compare(long[long["seed"] == 0], system="s", baseline="base", seeds=None, n_resamples=200)
+    assert unseeded.table.loc["x", "mean"] == 1.0 and "seeds:none" in unseeded.signature()
+
+
+def test_pairs_and_item_keys() -> None:
+    items = pd.DataFrame(
+        {
+            "m": ["a"] * 3 + ["b"] * 3 + ["c"] * 3,
+            "domain": "D",
+            "item_id": [0, 1, 2] * 3,
+            "kl": [0.5, 0.5, 0.5, 0.2, 0.5, 0.2, 0.2, 0.2, 0.2],
+        }
+    )
+    cmp = compare(
+        items,
+        system="m",
+        pairs=[("b", "a"), ("c", "b")],
+        value="kl",
+        keys=["domain", "item_id"],
+        strata=["domain"],
+    )
+    t = cmp.table
+    assert t["baseline"].tolist() == ["a", "b"]
+    assert t["delta"].round(6).tolist() == [-0.2, -0.1] and t["losses"].tolist() == [2, 1]
+    assert t["p_holm"].tolist() == pytest.approx(holm(t["p_value"].tolist()).tolist())
+
+
+def test_bad_requests_say_what_is_wrong() -> None:
+    long = _two_groups()
+    with pytest.raises(ValueError, match="exactly one of baseline"):
+        compare(long, system="s")
+    with pytest.raises(ValueError, match=r"no s = 'zzz' to compare with in \{'g': 'a'\}"):
+        compare(long, system="s", baseline="zzz", within=["g"])
+    with pytest.raises(ValueError, match="has no outcome for 1 question"):
+        compare(long.drop(index=1), system="s", baseline="base", within=["g"])
+    with pytest.raises(ValueError, match="question twice"):
+        compare(pd.concat([long, long]), system="s", baseline="base", within=["g"], seeds=None)
+    with pytest.raises(ValueError, match="strata"):
+        compare(long, system="s", baseline="base", strata=["g"])
+
+
+def test_comparison_is_built_by_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Comparison(pd.DataFrame(), "s", "correct", "f", 1, 10, 0, 0.95, "micro", (), "none")  # type: ignore[misc]
