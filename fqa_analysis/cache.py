@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "ENV_CACHE_DIR",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_npy",
@@ -31,9 +32,13 @@ __all__ = [
 ]
 
 
+#: Environment variable that moves the model-output cache.
+ENV_CACHE_DIR = "FQA_CACHE_DIR"
+
+
 def default_cache_root() -> Path:
-    """``$FQA_CACHE_DIR``, else ``~/.cache/fqa-eval/runs`` (model outputs, never committed)."""
-    env = os.environ.get("FQA_CACHE_DIR")
+    """``$FQA_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or ``~/.cache``, then ``fqa-eval/runs``."""
+    env = os.environ.get(ENV_CACHE_DIR)
     if env:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -49,14 +54,36 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _exact_json(value: Any) -> Any:
+    """JSON for the few non-JSON types a key may hold exactly; anything else is refused.
+
+    A silent ``str()`` would key a numpy array by its truncated print-out (two arrays could share
+    a key) and a set by an order that changes between runs.
+    """
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return value.as_posix()
+    raise TypeError(f"content_key cannot serialise {type(value).__name__} exactly (use .tolist(), sorted())")
+
+
 def content_key(*parts: Any) -> str:
     """A short stable key of JSON-serialisable parts (configs, hashes, versions).
+
+    Raises:
+        TypeError: A part holds a type JSON cannot represent exactly (an array, a set, an object).
 
     Example:
         >>> content_key({"b": 1, "a": 2}) == content_key({"a": 2, "b": 1})
         True
+        >>> content_key(np.int64(3)) == content_key(3)
+        True
+        >>> content_key({1, 2})
+        Traceback (most recent call last):
+        ...
+        TypeError: content_key cannot serialise set exactly (use .tolist(), sorted())
     """
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    blob = json.dumps(parts, sort_keys=True, default=_exact_json).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 

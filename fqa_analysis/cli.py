@@ -2,7 +2,7 @@
 
     fqa data fetch [--data-dir DIR] [--from MIRROR]   fill the data folder, verified
     fqa data check [--data-dir DIR]                   validate and count everything
-    fqa run [all|rqa|rerank|explain|beyond|explain_rate] [--subset N]   run the pipeline (cached, resumable)
+    fqa run [all|rqa|relevance|rerank|explain|beyond|explain_rate] [--subset N]   run the pipeline
 
 Exit codes: 0 success, 1 bad data (a message per problem, no traceback), 2 usage.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fqa_analysis import data
+from fqa_analysis.cache import ENV_CACHE_DIR, default_cache_root
 from fqa_analysis.data.check import check_data
 from fqa_analysis.data.fetch import fetch
 from fqa_analysis.errors import DataError
@@ -26,8 +27,19 @@ from fqa_analysis.models.explain_rate import ExplainRateConfig
 from fqa_analysis.models.explainer import DecodeConfig, GeneratorConfig
 from fqa_analysis.models.reranker import DEVICES, RerankConfig, bf16_supported, resolve_device
 from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
+from fqa_analysis.stages.beyond import BeyondRunConfig
+from fqa_analysis.stages.explain_rate import ExplainRateRunConfig
 from fqa_analysis.stages.relevance import RECIPES
 from fqa_analysis.stages.rerank import NEGATIVE_SOURCES, RELEVANCE_LOSSES, VARIANTS, RerankRunConfig
+from fqa_analysis.stages.rqa import K, RQARunConfig
+
+#: Defaults shown in ``--help`` come from these instances, so help and behaviour cannot drift apart.
+_RERANK = RerankRunConfig()
+
+
+def _listed(values: Sequence[object]) -> str:
+    return ",".join(str(v) for v in values)
+
 
 __all__ = ["main"]
 
@@ -59,12 +71,16 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         default="all",
         choices=list(STAGES),
-        help="stage (default: all, in order rqa, relevance, rerank, explain, beyond, explain_rate)",
+        help=f"stage (default: all, in order {', '.join(s for s in STAGES if s != 'all')})",
     )
     run_p.add_argument("--data-dir", type=Path, help=dir_help)
-    run_p.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: results)")
     run_p.add_argument(
-        "--cache-dir", type=Path, help="model-output cache (default: $FQA_CACHE_DIR or ~/.cache)"
+        "--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)"
+    )
+    run_p.add_argument(
+        "--cache-dir",
+        type=Path,
+        help=f"model-output cache (default: ${ENV_CACHE_DIR}, else {default_cache_root()})",
     )
     # Every option is parsed and range-checked here, before any work starts: a bad value ends in
     # one line naming the option, the value and what is allowed (exit 2), never in a traceback or
@@ -77,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
         type=_choices(SYSTEMS),
         help=f"comma-separated RQA systems (default: {','.join(SYSTEMS)})",
     )
-    run_p.add_argument("--seed", type=_int_in(0), help="RQA fine-tuning seed (default: 0)")
+    run_p.add_argument("--seed", type=_int_in(0), help=f"RQA fine-tuning seed (default: {RQARunConfig.seed})")
     run_p.add_argument(
         "--epochs", type=_int_in(1), help=f"RQA fine-tuning epochs (default: {FineTuneConfig.epochs})"
     )
@@ -88,7 +104,9 @@ def _parser() -> argparse.ArgumentParser:
         help=f"comma-separated reranker variants (default: {','.join(VARIANTS)})",
     )
     run_p.add_argument(
-        "--seeds", type=_int_list, help="comma-separated reranker training seeds (default: 0,1,2)"
+        "--seeds",
+        type=_int_list,
+        help=f"comma-separated reranker training seeds (default: {_listed(RerankRunConfig.seeds)})",
     )
     run_p.add_argument(
         "--frozen-layers",
@@ -99,8 +117,9 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument(
         "--rerank-epochs",
         type=_int_in(1),
-        help=f"epochs of feedback_kl and feedback_ce_majority (default: {RerankConfig.epochs}; vanilla, "
-        "combined and feedback_ce_annotator train one, see RerankRunConfig.variant_epochs)",
+        help=f"reranker epochs (default: {RerankConfig.epochs}) of every variant but "
+        + ", ".join(f"{v} ({n})" for v, n in _RERANK.variant_epochs.items())
+        + " (RerankRunConfig.variant_epochs)",
     )
     run_p.add_argument(
         "--max-len",
@@ -135,7 +154,8 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument(
         "--relevance-epochs",
         type=_int_in(1, 10),
-        help="relevance model: epochs over the pseudo pairs, 1..10 (default: 1)",
+        help="relevance model: epochs over the pseudo pairs, 1..10 (default: "
+        f"{_RERANK.variant_epochs['vanilla']})",
     )
     run_p.add_argument(
         "--recipes",
@@ -145,8 +165,9 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument(
         "--rescore",
         type=_choices(SYSTEMS),
-        help="reranker: RQA systems whose top 5 every reranker rescores (default: "
-        f"{','.join(RerankRunConfig.score_rqa)}; a pair two systems share is scored once)",
+        help=f"RQA systems whose top {K} every reranker rescores (default: "
+        f"{_listed(RerankRunConfig.score_rqa)}; explain_rate: {_listed(ExplainRateRunConfig.rqa)}; a pair "
+        "two systems share is scored once)",
     )
     run_p.add_argument(
         "--device",
@@ -175,24 +196,24 @@ def _parser() -> argparse.ArgumentParser:
         help="explain-then-rate reranker: ours (the rating head reads the model's own explanation while "
         "training and sees the encoder's summary of the pair; results explain_rate_*) or paper (the head "
         "reads the annotators' explanations, teacher-forced, and sees the decoder's state alone; results "
-        "explain_rate_paper_*) (default: ours; `fqa run` without a stage runs both)",
+        f"explain_rate_paper_*) (default: {ExplainRateConfig().form}; `fqa run` without a stage runs both)",
     )
     run_p.add_argument(
         "--fractions",
         type=_fractions,
         help="beyond stage: shares in (0, 1] of the training feedback for the learning curve "
-        "(default: 0.1,0.25,0.5,1)",
+        f"(default: {_listed(BeyondRunConfig.fractions)})",
     )
     run_p.add_argument(
         "--experiment-seeds",
         type=_int_list,
-        help="beyond stage: seeds of each learning-curve and transfer run (default: 0; the fraction-1 "
-        "point reuses every --seeds model)",
+        help="beyond stage: seeds of each learning-curve and transfer run (default: "
+        f"{_listed(BeyondRunConfig.seeds)}; the fraction-1 point reuses every --seeds model)",
     )
     run_p.add_argument(
         "--depth",
         type=_int_in(5, 100),
-        help="beyond stage: candidates kept for the top-k sweep, 5..100 (default: 20)",
+        help=f"beyond stage: candidates kept for the top-k sweep, 5..100 (default: {BeyondRunConfig.depth})",
     )
     return parser
 
@@ -384,7 +405,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     data_dir = data.resolve_data_dir(args.data_dir)
     systems = args.systems or SYSTEMS
     if args.stage in ("all", "rqa"):
-        seed = 0 if args.seed is None else args.seed
+        seed = RQARunConfig.seed if args.seed is None else args.seed
         finetune = FineTuneConfig(
             epochs=args.epochs or FineTuneConfig.epochs, seed=seed, max_steps=args.max_steps
         )
@@ -447,7 +468,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         # `fqa run` (all) runs both forms, which the chapter compares; the stage alone runs one
         forms = (
-            [args.explain_rate_form or "ours"] if args.stage == "explain_rate" else list(EXPLAIN_RATE_FORMS)
+            [args.explain_rate_form or ExplainRateConfig().form]
+            if args.stage == "explain_rate"
+            else list(EXPLAIN_RATE_FORMS)
         )
         for form in forms:
             head_reads, head_input = EXPLAIN_RATE_FORMS[form]
