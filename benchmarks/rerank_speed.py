@@ -1,4 +1,4 @@
-"""Benchmark: reranker throughput on this machine, to size the rerank stage (issue 4 §7).
+"""Benchmark: reranker throughput on this machine, to size the rerank stage.
 
 Prints pairs/s of the cached lower-layer pass, and train steps/s and scoring pairs/s of the top
 layers, for several ``frozen_layers``. Not a test: it prints figures. Usage:

@@ -1,4 +1,4 @@
-"""Probe: how well one reranker configuration learns, by its held-out KL per epoch (issue 4).
+"""Probe: how well one reranker configuration learns, by its held-out KL per epoch.
 
 Trains the ``vanilla`` (pseudo-ratings: gold = Excellent vs negatives drawn from zero-shot
 MiniLM's top-10 non-gold = Bad) and ``feedback_kl`` training sets of the rerank stage with the given

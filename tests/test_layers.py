@@ -1,4 +1,4 @@
-"""The package's layers import downward only (DESIGN §2), and the analysis core never imports torch."""
+"""The package's layers import downward only (ARCHITECTURE.md#layers); core never imports torch."""
 
 from __future__ import annotations
 

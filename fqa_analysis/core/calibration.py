@@ -1,7 +1,7 @@
 """P_theta over a whole pool, temperature fitting by NLL, and top-k extraction (pure NumPy).
 
 ``P_theta(A | Q, A_set) = softmax(score(Q, A) / T)`` over ALL passages of the question's domain
-file (DESIGN §1). For systems whose scores are not log-probabilities (BM25, cosine) one
+file (ARCHITECTURE.md#protocol). For systems whose scores are not log-probabilities (BM25, cosine) one
 temperature T per system is fitted on the QA valid sets by minimising the negative
 log-likelihood of the gold passage; T changes the probabilities the reranker is added to, not
 the RQA's own ranking.

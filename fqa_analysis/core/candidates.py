@@ -1,4 +1,4 @@
-"""The candidate table contract (DESIGN §4) and its validation.
+"""The candidate table contract (ARCHITECTURE.md#results-contract) and its validation.
 
 One row per (run, question, candidate) for the RQA's top k. A run is identified by
 ``protocol, rqa, reranker, seed``; a question by ``domain, split, question_id``.

@@ -49,7 +49,7 @@ def load_table(results_dir: Path, name: str) -> pd.DataFrame:
 
 
 def load_candidates(results_dir: Path) -> pd.DataFrame:
-    """``candidates.parquet``, checked against the contract of DESIGN §4."""
+    """``candidates.parquet``, checked against the contract of ARCHITECTURE.md#results-contract."""
     frame = load_table(results_dir, "candidates.parquet")
     validate_candidates(frame, results_dir / "candidates.parquet")
     return frame

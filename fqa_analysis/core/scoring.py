@@ -1,6 +1,6 @@
 """Scores over the candidate table and top-1 selection (pure functions, no models).
 
-The paper's combined score (DESIGN §1)::
+The paper's combined score (ARCHITECTURE.md#protocol)::
 
     S(A | Q, A_set) = P_theta(A | Q, A_set) + P_phi(y = Excellent | Q, A)
 
@@ -90,7 +90,7 @@ def select_top1(df: pd.DataFrame, score: pd.Series | None = None) -> pd.DataFram
     RQA's order alone.
 
     Args:
-        df: Candidate rows (DESIGN §4).
+        df: Candidate rows (ARCHITECTURE.md#results-contract).
         score: A score per row (same index); defaults to :func:`combined_score`.
 
     Returns:

@@ -24,7 +24,7 @@ class CheckReport:
         problems: Everything that makes the data unusable (the check fails on any).
         notes: Facts worth knowing that are not errors (absent optional files, the protocol,
             files that differ from the pinned upstream version).
-        protocol: ``paper`` or ``available`` (DESIGN §3).
+        protocol: ``paper`` or ``available`` (ARCHITECTURE.md#training-protocols).
 
     """
 
@@ -125,7 +125,7 @@ def check_data(data_dir: Path) -> CheckReport:
     for rel in changed:
         notes.append(f"{rel} differs from the pinned upstream version (git blob mismatch)")
     protocol = data.training_protocol(data_dir)
-    notes.append(f"training protocol: {protocol} (DESIGN §3)")
+    notes.append(f"training protocol: {protocol} (ARCHITECTURE.md#training-protocols)")
     counts = pd.DataFrame(
         rows,
         columns=["domain", "split", "kind", "questions", "passages", "items", "ratings_per_item"],

@@ -220,7 +220,7 @@ class Passage:
 
 
 def passage_text(page_title: str, section_headers: Sequence[str], section_content: str) -> str:
-    r"""Join title, headers and content with newlines, skipping empty parts (DESIGN §1).
+    r"""Join title, headers and content with newlines, skipping empty parts (ARCHITECTURE.md#protocol).
 
     Example:
         >>> passage_text("Masks", ["When?", ""], "Always.")
@@ -640,8 +640,8 @@ def all_feedback(data_dir: Path, subset: int | None = None) -> dict[str, list[Fe
 def training_protocol(data_dir: Path) -> Protocol:
     """``paper`` when every domain has feedback_train (per-domain file or release), else ``available``.
 
-    DESIGN §3: the paper trains rerankers on all four feedback_train files; here only WHO's is
-    present, so the ``available`` protocol is used.
+    See ARCHITECTURE.md#training-protocols: the paper trains rerankers on all four feedback_train
+    files; here only WHO's is present, so the ``available`` protocol is used.
     """
     have = {d for d in FEEDBACK_DOMAINS if feedback_path(data_dir, d, "train").exists()}
     if len(have) < len(FEEDBACK_DOMAINS) and release_path(data_dir, "train").exists():

@@ -1,9 +1,9 @@
 """Training data of the feedback rerankers (pure: no torch, no model).
 
-* Which feedback a protocol trains on (DESIGN §3): ``paper`` = every domain's feedback_train,
-  model selection on feedback_valid; ``available`` = WHO feedback_train + the four feedback_valid
-  files, model selection on a held-out 20% of those questions (grouped by question, stratified by
-  domain, fixed seed). Test files are never used.
+* Which feedback a protocol trains on (ARCHITECTURE.md#training-protocols): ``paper`` = every
+  domain's feedback_train, model selection on feedback_valid; ``available`` = WHO feedback_train +
+  the four feedback_valid files, model selection on a held-out 20% of those questions (grouped by
+  question, stratified by domain, fixed seed). Test files are never used.
 * The target of each loss: ``kl`` = the annotators' rating distribution; ``ce_annotator`` = one
   one-hot example per annotator rating; ``ce_majority`` = the one-hot majority label (ties to the
   lower rating, :func:`fqa_analysis.core.ratings.majority_label`).
@@ -99,7 +99,7 @@ def feedback_item_sets(
     fraction: float = 0.2,
     seed: int = 0,
 ) -> tuple[list[FeedbackItem], list[FeedbackItem]]:
-    """The (training, model-selection) feedback items of a protocol (DESIGN §3).
+    """The (training, model-selection) feedback items of a protocol (ARCHITECTURE.md#training-protocols).
 
     Rerankers and explainers share this split, so neither ever selects on items the other
     trained on.

@@ -3,7 +3,7 @@
 For every RQA system, fit (cached), score the QA valid sets to fit
 a temperature, score every test file against its whole domain pool, and write
 
-* ``candidates.parquet``: the top-k rows with ``reranker = "none"`` (DESIGN §4);
+* ``candidates.parquet``: the top-k rows with ``reranker = "none"`` (ARCHITECTURE.md#results-contract);
 * ``rqa_ranks.parquet``: per (system, test question) the rank of the gold passage in its domain
   pool (recall@k for any k) and in the pooled corpus of the four feedback domains (the MTEB
   FeedbackQARetrieval view);
