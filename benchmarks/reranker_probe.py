@@ -18,7 +18,7 @@ from fqa_analysis.cache import default_cache_root
 from fqa_analysis.models.reranker import RerankConfig, encode_pairs, train_reranker
 from fqa_analysis.models.reranker_data import feedback_training_sets
 from fqa_analysis.profiling import peak_rss_mb
-from fqa_analysis.stages.rerank import RerankRunConfig, _pseudo_pairs, example_ids
+from fqa_analysis.stages.rerank import RerankRunConfig, example_ids, pseudo_pairs
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
     fb = {s: data.available_feedback(data_dir, s) for s in ("train", "valid")}
     sets = {
         "feedback_kl": feedback_training_sets(data.training_protocol(data_dir), fb["train"], fb["valid"]),
-        "vanilla": _pseudo_pairs(
+        "vanilla": pseudo_pairs(
             data_dir, RerankRunConfig(pseudo_negatives=args.negatives), default_cache_root()
         ),
     }

@@ -197,3 +197,23 @@ def test_encoder_layers_come_from_the_rerankers_top_layers() -> None:
     assert float(encoder[1].weight.detach().sum()) == 28.0 and float(encoder[2].bias.detach().sum()) == 14.0
     with pytest.raises(ValueError, match="hold 0 transformer layer"):
         load_encoder_layers(encoder, {"1.weight": torch.zeros(4, 2)})
+
+
+def test_padding_never_reaches_the_reranker_score() -> None:
+    # the layers see the padding mask (transformers' public create_bidirectional_mask): a pair padded
+    # to 12 tokens scores as it does unpadded
+    import torch
+
+    from fqa_analysis.models.reranker import RerankConfig, _Top
+
+    top = _Top(RerankConfig(), seed=0)
+    top.modules.eval()
+    hidden = torch.randn(2, 12, 384, generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(2, 12, dtype=torch.long)
+    mask[1, 7:] = 0
+    with torch.inference_mode():
+        padded = top.logits(hidden, mask)[1]
+        alone = top.logits(hidden[1:, :7], mask[1:, :7])[0]
+        changed = top.logits(hidden.clone().index_fill_(1, torch.tensor([9]), 5.0), mask)[1]
+    assert torch.allclose(padded, alone, atol=1e-5)
+    assert torch.allclose(changed, padded, atol=1e-5)  # a padded position's content does not matter

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from fqa_analysis.cache import atomic_write_json, atomic_write_npy, content_key
 from fqa_analysis.core.ratings import mean_kl
-from fqa_analysis.models.retrieval import minilm_path
+from fqa_analysis.models.retrieval import minilm_checkpoint, minilm_path
 
 __all__ = [
     "PairStates",
@@ -216,7 +216,16 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_r
 
     unique = sorted({(q, p) for q, p in pairs}, key=lambda qp: pair_id(*qp))
     ids = [pair_id(q, p) for q, p in unique]
-    key = content_key(STATES_VERSION, config.max_len, config.frozen_layers, config.bf16, ids)
+    # the device and the checkpoint change the states too (kernels differ in the last bits)
+    key = content_key(
+        STATES_VERSION,
+        config.max_len,
+        config.frozen_layers,
+        config.bf16,
+        config.device,
+        minilm_checkpoint(),
+        ids,
+    )
     folder = cache_root / "rerank_states" / key
     n_chunks = (len(unique) + CHUNK - 1) // CHUNK
     index = {pid: (i // CHUNK, i % CHUNK) for i, pid in enumerate(ids)}
@@ -279,14 +288,11 @@ class _Top:
         self.pooling = config.pooling
 
     def logits(self, hidden: Any, mask: Any) -> Any:
+        from transformers.masking_utils import create_bidirectional_mask
+
         hidden, mask = hidden.to(self.device), mask.to(self.device)
-        ext, _ = self.base._create_attention_masks(
-            attention_mask=mask,
-            encoder_attention_mask=None,
-            embedding_output=hidden,
-            encoder_hidden_states=None,
-            cache=None,
-        )
+        # the public form of what BertModel builds for its layers from a padding mask
+        ext = create_bidirectional_mask(config=self.base.config, inputs_embeds=hidden, attention_mask=mask)
         h = hidden
         for layer in self.layers:
             out = layer(h, attention_mask=ext)

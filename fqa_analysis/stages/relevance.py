@@ -37,8 +37,8 @@ from fqa_analysis.stages.manifest import (
 )
 from fqa_analysis.stages.rerank import (
     RerankRunConfig,
-    _pseudo_pairs,
     is_held_out,
+    pseudo_pairs,
     ranked_passages,
     relevance_splits,
     score_cached,
@@ -168,7 +168,7 @@ def run_relevance(
         ranked = ranked_passages(feedback_splits, "minilm", config.rerank.negative_pool + 1, cache_root)
         table = eval_candidates(feedback_splits, ranked, config.eval_depth)
         sets = {
-            name: _pseudo_pairs(data_dir, RECIPES[name].apply(config.rerank), cache_root)
+            name: pseudo_pairs(data_dir, RECIPES[name].apply(config.rerank), cache_root)
             for name in config.recipes
         }
     eval_questions = set(table["question"])

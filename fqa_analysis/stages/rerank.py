@@ -88,6 +88,7 @@ __all__ = [
     "Variant",
     "example_ids",
     "is_held_out",
+    "pseudo_pairs",
     "ranked_passages",
     "relevance_model",
     "relevance_splits",
@@ -274,7 +275,7 @@ def relevance_splits(data_dir: Path, config: RerankRunConfig) -> list[data.QASpl
     return splits
 
 
-def _pseudo_pairs(
+def pseudo_pairs(
     data_dir: Path, config: RerankRunConfig, cache_root: Path
 ) -> tuple[list[RatedPair], list[RatedPair]]:
     """Pseudo-rated (fit, select) pairs from the QA-train questions of ``relevance_domains``.
@@ -413,7 +414,7 @@ def rerank_inputs(
     candidates = load_candidates(out_dir)  # the rqa stage's output, contract-checked
     fb = data.all_feedback(data_dir, config.subset)
     fb_fit, fb_select = feedback_training_sets(protocol, fb["train"], fb["valid"], config.holdout)
-    ps_fit, ps_select = _pseudo_pairs(data_dir, config, cache_root or default_cache_root())
+    ps_fit, ps_select = pseudo_pairs(data_dir, config, cache_root or default_cache_root())
     rqa_rows, cand_text = candidate_texts(data_dir, candidates, config.score_rqa, config.score_domains)
     cand_ids = [pair_id(q, p) for q, p in zip(rqa_rows["question"], cand_text, strict=True)]
     test_items = [it for f in fb["test"] for it in f.items]
@@ -511,7 +512,7 @@ def relevance_model(
     Returns:
         As :func:`train_or_load`.
     """
-    fit, select = _pseudo_pairs(data_dir, config, cache_root)
+    fit, select = pseudo_pairs(data_dir, config, cache_root)
     pairs = [(p.question, p.passage_text) for p in fit + select]
     return train_relevance(
         fit, select, lambda: encode_pairs(pairs, config.model, cache_root), config, seed, cache_root
@@ -765,7 +766,7 @@ def run_rerank(
         timings,
         from_cache,
         config_record,
-        ("variants", "seeds", "score_rqa"),
+        _RUN_FIELDS,
         frozenset(extended),
     )
     model_training_compute(timings, histories)
