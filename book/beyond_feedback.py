@@ -31,9 +31,16 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from fqa_analysis import data
-from fqa_analysis.core import beyond
 from fqa_analysis.core.candidates import CANDIDATE_COLUMNS
-from fqa_analysis.core.compare import compare
+from fqa_analysis.core.compare import accuracy_by, compare
+from fqa_analysis.core.experiments import (
+    TRANSFER_RUNS,
+    best_run,
+    experiment_candidates,
+    item_outcomes,
+    transfer_outcomes,
+)
+from fqa_analysis.core.failures import failure_categories, page_overlap
 from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import comparison_table, interval, markdown_records
@@ -45,14 +52,14 @@ candidates = load_candidates(RESULTS)
 stage = load_stage(RESULTS, "beyond")
 RQA = stage["config"]["rqa"]
 experiments = load_table(RESULTS, "feedback_experiments.parquet")
-exp_candidates = beyond.experiment_candidates(experiments, candidates, RQA)
+exp_candidates = experiment_candidates(experiments, candidates, RQA)
 alone = candidates[(candidates["rqa"] == RQA) & (candidates["reranker"] == "none")]
 alone = alone[alone["domain"].isin(data.FEEDBACK_DOMAINS)]
 outcomes = score_outcomes(pd.concat([alone, exp_candidates[CANDIDATE_COLUMNS]], ignore_index=True))
 test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))
 exp_ratings = load_table(RESULTS, "feedback_experiment_ratings.parquet")
 exp_ratings["reranker"] = exp_ratings["experiment"] + ":" + exp_ratings["setting"]
-items = beyond.item_outcomes(per_item_rating_scores(join_annotators(exp_ratings, test_items)))
+items = item_outcomes(per_item_rating_scores(join_annotators(exp_ratings, test_items)))
 runs = pd.DataFrame(
     [
         {"run": k, **{c: v for c, v in r.items() if c != "history"}}
@@ -104,7 +111,7 @@ comparison_table(curve, names=["feedback used"], delta_header="Δ vs RQA alone")
 
 # %% tags=["hide-input"]
 frac_items = items[items["reranker"].str.startswith("fraction:")]
-kl_frac = beyond.accuracy_by(frac_items, ["reranker"], column="kl")
+kl_frac = accuracy_by(frac_items, ["reranker"], column="kl")
 kl_cmp = compare(frac_items, system="reranker", baseline="fraction:1", value="kl", commit=stage["git_commit"])
 kl_table = kl_frac.set_index("reranker").join(
     kl_cmp.table[["delta", "delta_ci_low", "delta_ci_high", "p_holm"]]
@@ -145,10 +152,10 @@ plt.show()
 # For every feedback domain d: the RQA alone, the reranker trained on **all feedback**, the reranker trained **without d's feedback** (removed from training and from model selection), and a **size-matched control** that removes as many training pairs at random from all domains and selects on the same pairs as the leave-out run. The leave-out run and its control differ only in *which* feedback is missing: their difference on domain d is the value of d's own feedback beyond what the other domains' feedback gives (positive = own-domain feedback matters, about zero = feedback transfers). Everything is measured on domain d's questions (and items) only; Holm over the four domains of each comparison.
 
 # %% tags=["hide-input"]
-transfer = beyond.transfer_outcomes(outcomes)
+transfer = transfer_outcomes(outcomes)
 CONTROL = "size-matched control"
 qa_cmp = compare(transfer, system="training", baseline=CONTROL, within=["domain"], commit=stage["git_commit"])
-order = list(beyond.TRANSFER_RUNS.values())
+order = list(TRANSFER_RUNS.values())
 
 
 def run_means(cmp):
@@ -180,7 +187,7 @@ qa.round(2).rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95%
 ).rename_axis(columns=None)
 
 # %% tags=["hide-input"]
-item_transfer = beyond.transfer_outcomes(items)
+item_transfer = transfer_outcomes(items)
 item_transfer = item_transfer[item_transfer["training"] != "RQA alone"]
 kl_t = compare(
     item_transfer,
@@ -221,12 +228,12 @@ plt.show()
 
 # %% tags=["hide-input"]
 all_outcomes = score_outcomes(candidates)
-best = beyond.best_run(all_outcomes)
+best = best_run(all_outcomes)
 mine = all_outcomes[(all_outcomes["rqa"] == best[0]) & (all_outcomes["reranker"] == best[1])]
 mine = mine[(mine["seed"] == mine["seed"].min()) & mine["domain"].isin(data.FEEDBACK_DOMAINS)]
 ranks = load_table(RESULTS, "rqa_ranks.parquet")
-categorised = beyond.failure_categories(mine, ranks)
-acc = beyond.accuracy_by(categorised, ["domain"]).set_index("domain")
+categorised = failure_categories(mine, ranks)
+acc = accuracy_by(categorised, ["domain"]).set_index("domain")
 shares = pd.crosstab(categorised["domain"], categorised["category"], normalize="index") * 100
 table = (100 * acc[["mean", "ci_low", "ci_high"]]).join(shares.drop(columns="correct"))
 table.insert(0, "questions", acc["n"].astype(int))
@@ -251,7 +258,7 @@ splits = {
     (d, s): data.load_qa_split(data_dir, d, s)
     for d, s in categorised[["domain", "split"]].drop_duplicates().values
 }
-wrong = beyond.page_overlap(categorised[categorised["category"] != "correct"], splits)
+wrong = page_overlap(categorised[categorised["category"] != "correct"], splits)
 same = wrong.groupby(["domain", "category"])["same_page"].agg(["mean", "size"]).unstack("category")
 pd.DataFrame(
     {

@@ -32,13 +32,22 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 from fqa_analysis import data
-from fqa_analysis.core import beyond
-from fqa_analysis.core.compare import compare
+from fqa_analysis.core.calibration import (
+    apply_rating_temperatures,
+    calibration_table,
+    calibration_variants,
+    ece_with_ci,
+    rating_temperatures,
+    top1_confidence,
+)
+from fqa_analysis.core.compare import accuracy_by, compare
+from fqa_analysis.core.experiments import item_outcomes
 from fqa_analysis.core.plots import plot_lines, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import comparison_table, interval, plus_minus
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, rating_quality_table
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
+from fqa_analysis.core.sweeps import cross_domain_weight, depth_curve, weight_curve, weight_stability
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
@@ -71,10 +80,10 @@ print(f"protocol {manifest['beyond']['protocol']}; RQA systems {SYSTEMS}; rerank
 # %% tags=["hide-input"]
 temps = load_table(RESULTS, "rqa_temperatures.parquet").set_index("rqa")["temperature"]
 conf = {
-    "fitted T": beyond.top1_confidence(deep, "p_rqa"),
-    "T = 1": beyond.top1_confidence(deep, "p_rqa_t1"),
+    "fitted T": top1_confidence(deep, "p_rqa"),
+    "T = 1": top1_confidence(deep, "p_rqa_t1"),
 }
-calib = beyond.calibration_table(conf)
+calib = calibration_table(conf)
 calib.insert(
     1,
     "temperature",
@@ -107,7 +116,7 @@ plt.show()
 # A rating temperature is fitted for every trained reranker (variant x seed) on its own model-selection pairs, the held-out 20% of training questions it already chose its epoch on (minimum cross-entropy to the annotators' distribution; the vanilla reranker's selection pairs are pseudo-rated). T > 1 means the model was over-confident. Then the rating quality on feedback_test (1,995 items, never trained on), before and after, mean over seeds:
 
 # %% tags=["hide-input"]
-rating_temps = beyond.rating_temperatures(selection)
+rating_temps = rating_temperatures(selection)
 agg = rating_temps.groupby("reranker", sort=False)[["n", "temperature", "ce_t1", "ce_fitted"]].agg(
     ["mean", "std"]
 )
@@ -126,7 +135,7 @@ predictions = load_table(RESULTS, "rating_predictions.parquet")
 test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))
 joined = {
     "raw": join_annotators(predictions, test_items),
-    "scaled": join_annotators(beyond.apply_rating_temperatures(predictions, rating_temps), test_items),
+    "scaled": join_annotators(apply_rating_temperatures(predictions, rating_temps), test_items),
 }
 quality = pd.concat([rating_quality_table(j).assign(p_phi=name) for name, j in joined.items()])
 quality = quality[quality["subset"] == "all"]
@@ -139,7 +148,7 @@ quality.groupby(["reranker", "p_phi"], sort=False)[
 
 # %% tags=["hide-input"]
 per_item = pd.concat(
-    [beyond.item_outcomes(per_item_rating_scores(j)).assign(p_phi=name) for name, j in joined.items()]
+    [item_outcomes(per_item_rating_scores(j)).assign(p_phi=name) for name, j in joined.items()]
 )
 kl_cmp = compare(per_item, system="p_phi", baseline="raw", within=["reranker"], value="kl", commit=COMMITS)
 print(kl_cmp.signature())
@@ -158,7 +167,7 @@ comparison_table(
 # %% mystnb={"figure": {"caption": "P(Excellent) of the combined reranker read as the probability of being the gold passage: share of gold candidates per P(Excellent) bin among the hybrid system's top-5 candidates, all seeds."}} tags=["hide-input"]
 top5 = candidates[(candidates["rqa"] == "hybrid") & (candidates["reranker"] == "combined")]
 top5 = top5[top5["domain"].isin(data.FEEDBACK_DOMAINS)]
-ece, lo, hi = beyond.ece_with_ci(top5["p_excellent"].to_numpy(float), top5["is_gold"].to_numpy(float))
+ece, lo, hi = ece_with_ci(top5["p_excellent"].to_numpy(float), top5["is_gold"].to_numpy(float))
 print(
     f"ECE of P(Excellent) as P(gold): {ece:.3f} [{lo:.3f}, {hi:.3f}] over {len(top5):,} candidate rows; "
     f"mean P(Excellent) {top5['p_excellent'].mean():.3f}, share gold {top5['is_gold'].mean():.3f}"
@@ -176,7 +185,7 @@ plt.show()
 
 # %% tags=["hide-input"]
 rating_temps_all = rating_temps  # one temperature per (reranker, seed)
-variants = beyond.calibration_variants(candidates, deep, rating_temps_all)
+variants = calibration_variants(candidates, deep, rating_temps_all)
 scaling_cmp = compare(
     variants, system="scaling", baseline="as run", within=["rqa", "reranker"], commit=COMMITS
 )
@@ -215,9 +224,9 @@ comparison_table(
 
 # %% mystnb={"figure": {"caption": "Accuracy@1 (overall, micro) of S = (1 - w) P_theta + w P(Excellent) against w, per RQA system (panels) and reranker (lines), seed-averaged; the band on the hybrid panel is a 95% bootstrap CI; the dotted line marks the paper's sum (w = 0.5)."}} tags=["hide-input"]
 W = np.round(np.arange(0, 1.0001, 0.05), 2)
-curve = beyond.weight_curve(candidates, W)
+curve = weight_curve(candidates, W)
 means = curve.groupby(["rqa", "reranker", "w"], sort=False)["correct"].mean().reset_index()
-hybrid_ci = beyond.accuracy_by(curve[curve["rqa"] == "hybrid"], ["reranker", "w"], n_resamples=1000)
+hybrid_ci = accuracy_by(curve[curve["rqa"] == "hybrid"], ["reranker", "w"], n_resamples=1000)
 fig, axes = plt.subplots(1, len(SYSTEMS), figsize=(4 * len(SYSTEMS), 3.5), sharey=False)
 for ax, rqa in zip(np.atleast_1d(axes), SYSTEMS, strict=True):
     if rqa == "hybrid":
@@ -236,7 +245,7 @@ plt.show()
 # Where the sum lies, and how stable the best weight is: the best w overall (ties go to the w nearest 0.5), its accuracy and the sum's (accuracy in %; the RQA alone is in the main table of {doc}`reranking`), then the best w chosen on each domain alone (Australia/CDC/UK/WHO) and on each seed alone (seeds 0/1/2):
 
 # %% tags=["hide-input"]
-stability = beyond.weight_stability(curve)
+stability = weight_stability(curve)
 for c in ("best_accuracy", "accuracy_at_half", "accuracy_at_0"):
     stability[c] = (100 * stability[c]).round(2)
 w_cols = [c for c in stability.columns if c.startswith("w*") and "seed" not in c]
@@ -268,7 +277,7 @@ print(
 # Choosing w on the test questions flatters it. An honest estimate: choose w on three domains, answer the fourth with it, for each domain in turn, and compare with the sum on the same questions (paired bootstrap, Holm over the 20 (RQA, reranker) pairs).
 
 # %% tags=["hide-input"]
-cross = beyond.cross_domain_weight(curve)
+cross = cross_domain_weight(curve)
 tuned_family = compare(cross, system="w_rule", baseline="sum", within=["rqa", "reranker"], commit=COMMITS)
 tuned_cmp = tuned_family.table.xs("tuned", level="w_rule")
 chosen = cross[cross["w_rule"] == "tuned"].groupby(["rqa", "reranker", "domain"])["chosen_w"].first()
@@ -297,10 +306,10 @@ print(
 
 # %% mystnb={"figure": {"caption": "Accuracy@1 of reranking the hybrid system's top k with the paper's sum (combined reranker, seed-averaged, 95% bootstrap band) against recall@k, the ceiling a perfect reranker would reach; the dotted vertical line marks the paper's k = 5."}} tags=["hide-input"]
 K = list(range(1, 21))
-depth = beyond.depth_curve(deep, K)
-acc_k = beyond.accuracy_by(depth, ["reranker", "depth"], n_resamples=1000)
+depth = depth_curve(deep, K)
+acc_k = accuracy_by(depth, ["reranker", "depth"], n_resamples=1000)
 first = depth[(depth["reranker"] == depth["reranker"].iloc[0]) & (depth["seed"] == depth["seed"].iloc[0])]
-ceiling = beyond.accuracy_by(first.drop(columns="seed"), ["depth"], column="ceiling", n_resamples=1000)
+ceiling = accuracy_by(first.drop(columns="seed"), ["depth"], column="ceiling", n_resamples=1000)
 ax = plot_lines(acc_k, "depth", "mean", "reranker", "ci_low", "ci_high")
 plot_lines(
     ceiling.assign(system="recall@k (ceiling)"),

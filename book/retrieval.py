@@ -33,10 +33,11 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.calibration import expected_calibration_error
 from fqa_analysis.core.compare import compare
+from fqa_analysis.core.failures import failure_examples
 from fqa_analysis.core.metrics import ranking_metrics, recall_curve
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_recall_curves, plot_reliability
-from fqa_analysis.core.report import ci_table, comparison_table, failure_examples, markdown_records
+from fqa_analysis.core.report import ci_table, comparison_table, markdown_records
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
 from fqa_analysis.core.scoring import select_top1
 from fqa_analysis.core.stats import accuracy_with_ci
@@ -215,7 +216,9 @@ plt.show()
 # %% tags=["hide-input"]
 print(f"best RQA by overall micro accuracy: {best}")
 feedback_rows = rqa_rows[rqa_rows["domain"].isin(data.FEEDBACK_DOMAINS)]
-failures = failure_examples(feedback_rows, ranks, data.resolve_data_dir(None), best, n=6, seed=3)
+data_dir = data.resolve_data_dir(None)
+splits = {(d, "test"): data.load_qa_split(data_dir, d, "test") for d in data.FEEDBACK_DOMAINS}
+failures = failure_examples(feedback_rows, ranks, splits, best, n=6, seed=3)
 display(Markdown(markdown_records(failures, "question", ["domain", "answered", "gold", "gold_rank"])))
 
 # %% [markdown]

@@ -1,4 +1,5 @@
-"""The beyond analyses (core.beyond) and the experiment design (models.reranker_data), on hand-made tables."""
+"""The beyond-the-paper analyses (core.calibration, core.sweeps, core.experiments, core.failures) and the
+experiment design (models.reranker_data), on hand-made tables."""
 
 from __future__ import annotations
 
@@ -9,28 +10,22 @@ import pandas as pd
 import pytest
 
 from fqa_analysis import data
-from fqa_analysis.core.beyond import (
+from fqa_analysis.core.calibration import (
     SCALINGS,
-    accuracy_by,
     apply_rating_temperatures,
     calibration_table,
     calibration_variants,
-    cross_domain_weight,
-    depth_curve,
-    experiment_candidates,
-    failure_categories,
     fit_rating_temperature,
-    item_outcomes,
-    page_overlap,
     rating_temperatures,
     scale_ratings,
     top1_confidence,
-    transfer_outcomes,
-    weight_optima,
-    weight_stability,
     with_unscaled_rqa,
 )
 from fqa_analysis.core.candidates import RATING_COLUMNS
+from fqa_analysis.core.compare import accuracy_by
+from fqa_analysis.core.experiments import experiment_candidates, item_outcomes, transfer_outcomes
+from fqa_analysis.core.failures import failure_categories, failure_examples, page_overlap
+from fqa_analysis.core.sweeps import cross_domain_weight, depth_curve, weight_optima, weight_stability
 from fqa_analysis.models.reranker import PairStates
 from fqa_analysis.models.reranker_data import (
     RatedPair,
@@ -300,6 +295,31 @@ def test_page_overlap_names_both_passages(tiny_data: Path) -> None:
     assert out["gold_id"].tolist() == [0, 1]
     assert out["same_page"].tolist() == [True, False]
     assert out["picked"].iloc[1] == "WHO page 2 | Header 2"
+
+
+def test_failure_examples_read_the_splits_they_are_given(tiny_data: Path) -> None:
+    split = data.load_qa_split(tiny_data, "WHO", "test")
+    # question 0 right (gold passage 0 first), question 1 wrong (passage 2 first, gold 1 at rank 4)
+    cands = pd.DataFrame(
+        {
+            "rqa": "r",
+            "reranker": "none",
+            "rqa_rank": 1,
+            "domain": "WHO",
+            "split": "test",
+            "question_id": [0, 1],
+            "question": ["q0", "q1"],
+            "passage_id": [0, 2],
+            "is_gold": [True, False],
+        }
+    )
+    ranks = pd.DataFrame(
+        {"rqa": "r", "domain": "WHO", "split": "test", "question_id": [0, 1], "gold_rank": [1, 4]}
+    )
+    out = failure_examples(cands, ranks, {("WHO", "test"): split}, "r", n=5)
+    assert out[["question", "answered", "gold_rank"]].values.tolist() == [["q1", "WHO page 2 | Header 2", 4]]
+    with pytest.raises(KeyError):
+        failure_examples(cands, ranks, {}, "r")
 
 
 def test_reranker_inference_is_deterministic_and_independent_of_the_batch(tmp_path: Path) -> None:

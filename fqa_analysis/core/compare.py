@@ -31,9 +31,18 @@ from typing import Literal
 import pandas as pd
 
 from fqa_analysis import __version__
-from fqa_analysis.core.stats import Average, holm, paired_bootstrap
+from fqa_analysis.core.stats import Average, bootstrap_means, holm, paired_bootstrap
 
-__all__ = ["COLUMNS", "ITEM_KEYS", "QUESTION_KEYS", "Comparison", "compare", "seed_mean", "wide_outcomes"]
+__all__ = [
+    "COLUMNS",
+    "ITEM_KEYS",
+    "QUESTION_KEYS",
+    "Comparison",
+    "accuracy_by",
+    "compare",
+    "seed_mean",
+    "wide_outcomes",
+]
 
 #: The comparison table's columns, in order. ``n``: paired questions; ``mean`` (``ci_low``,
 #: ``ci_high``): the system's mean outcome and its percentile CI; ``baseline_mean``: the
@@ -326,3 +335,40 @@ def compare(
         seeds="mean per question" if seeded else "none",
         commit=commit,
     )
+
+
+def accuracy_by(
+    outcomes: pd.DataFrame,
+    by: Sequence[str],
+    column: str = "correct",
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Mean of ``column`` per group with a percentile bootstrap CI over its questions.
+
+    Seeds are averaged per question first (when a ``seed`` column is present); resampling is
+    stratified by test set, so each group's CI is that of its micro average.
+
+    Returns:
+        ``by`` columns, ``n`` (questions), ``mean``, ``ci_low``, ``ci_high``.
+
+    Example:
+        >>> out = pd.DataFrame({"g": ["a"] * 4, "domain": "D", "split": "test", "question_id": [0, 1, 2, 3],
+        ...     "correct": [1, 1, 1, 0]})
+        >>> accuracy_by(out, ["g"], n_resamples=200)[["n", "mean"]].values.tolist()
+        [[4.0, 0.75]]
+    """
+    work = seed_mean(outcomes, [*by, *QUESTION_KEYS], column)
+    rows = []
+    for values, block in work.groupby(list(by), sort=False):
+        strata = (block["domain"].astype(str) + "/" + block["split"].astype(str)).tolist()
+        means = bootstrap_means(
+            block[[column]].reset_index(drop=True), strata, "micro", n_resamples, seed, confidence
+        )
+        labels = values if isinstance(values, tuple) else (values,)
+        row: dict[str, object] = dict(zip(by, labels, strict=True))
+        row["n"] = float(len(block))
+        row.update({str(k): float(v) for k, v in means.iloc[0].items()})
+        rows.append(row)
+    return pd.DataFrame(rows)

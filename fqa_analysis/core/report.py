@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -16,7 +15,6 @@ __all__ = [
     "canonical_order",
     "ci_table",
     "comparison_table",
-    "failure_examples",
     "interval",
     "markdown_records",
     "mean_sd_table",
@@ -145,58 +143,6 @@ def mean_sd_table(
     wide = wide.reindex(columns=canonical_order(list(dict.fromkeys(long[columns]))))
     wide.columns.name = None
     return wide
-
-
-def failure_examples(
-    candidates: pd.DataFrame,
-    ranks: pd.DataFrame,
-    data_dir: Path,
-    rqa: str,
-    n: int = 5,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Seeded sample of test questions an RQA system (alone) answers wrongly, with both passages.
-
-    Returns:
-        ``domain, question, answered (title | headers), gold (title | headers), gold_rank``.
-    """
-    from fqa_analysis.data import load_qa_split
-
-    top1 = candidates[
-        (candidates["rqa"] == rqa) & (candidates["reranker"] == "none") & (candidates["rqa_rank"] == 1)
-    ]
-    # sorted first: the sample must not depend on the stored row order
-    top1 = top1.sort_values(["domain", "split", "question_id"], kind="stable")
-    wrong = top1[~top1["is_gold"]].sample(n=min(n, int((~top1["is_gold"]).sum())), random_state=seed)
-    sub = ranks[ranks["rqa"] == rqa]
-    keyed = {
-        (str(d), str(s), int(q)): int(g)
-        for d, s, q, g in zip(sub["domain"], sub["split"], sub["question_id"], sub["gold_rank"], strict=True)
-    }
-    pools: dict[tuple[str, str], Any] = {}
-    rows = []
-    for rec in wrong.to_dict("records"):
-        r: Any = pd.Series(rec)
-        key = (str(r.domain), str(r.split))
-        if key not in pools:
-            pools[key] = load_qa_split(data_dir, *key)
-        split = pools[key]
-        gold_id = next(q.passage_id for q in split.questions if q.question_id == r.question_id)
-
-        def short(pid: int, split: Any = split) -> str:
-            p = split.passages[pid]
-            return " | ".join([p.page_title, *p.section_headers])
-
-        rows.append(
-            {
-                "domain": r.domain,
-                "question": r.question,
-                "answered": short(int(r.passage_id)),
-                "gold": short(gold_id),
-                "gold_rank": keyed[(str(r.domain), str(r.split), int(r.question_id))],
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def comparison_table(

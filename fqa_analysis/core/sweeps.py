@@ -1,4 +1,8 @@
-"""Vectorised sweeps over the candidate table: combination weight and reranking depth.
+"""Sweeps over the candidate table: the combination weight and the reranking depth.
+
+:func:`weight_curve`, :func:`weight_optima`, :func:`weight_stability` and
+:func:`cross_domain_weight` (w chosen on the other domains) study S = (1 - w) P_theta + w P_phi;
+:func:`depth_curve` reranks the top k for every k. They run on the vectorised blocks below.
 
 :func:`candidate_blocks` reshapes ``candidates.parquet`` into one block of k rows per (run,
 question), in RQA-rank order; every sweep then picks each question's answer with one
@@ -15,9 +19,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fqa_analysis.core.candidates import QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
+from fqa_analysis.core.candidates import NO_RERANKER, QUESTION_KEYS, RATING_COLUMNS, RUN_KEYS
+from fqa_analysis.data import FEEDBACK_DOMAINS
 
-__all__ = ["CandidateBlocks", "candidate_blocks", "depth_sweep", "weight_sweep"]
+__all__ = [
+    "CandidateBlocks",
+    "candidate_blocks",
+    "cross_domain_weight",
+    "depth_curve",
+    "depth_sweep",
+    "weight_curve",
+    "weight_optima",
+    "weight_stability",
+    "weight_sweep",
+]
 
 
 @dataclass(frozen=True)
@@ -131,3 +146,100 @@ def depth_sweep(blocks: CandidateBlocks, depths: Sequence[int], rule: str = "p_e
             )
         )
     return pd.concat(frames, ignore_index=True)
+
+
+def weight_curve(candidates: pd.DataFrame, weights: Sequence[float]) -> pd.DataFrame:
+    """Per question and w, correctness of S = (1 - w) P_theta + w P(Excellent) (feedback domains).
+
+    Returns:
+        Long table: run keys, question keys, ``w``, ``correct`` (reranked runs only).
+    """
+    rated = candidates[(candidates["reranker"] != NO_RERANKER) & candidates["domain"].isin(FEEDBACK_DOMAINS)]
+    return weight_sweep(candidate_blocks(rated), weights)
+
+
+def weight_optima(curve: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """The best w per group (micro accuracy over the group's questions and seeds).
+
+    Tie rule: among weights with the same accuracy, the one closest to the paper's 0.5 (then the
+    smaller), so a flat curve reports 0.5 rather than an arbitrary end.
+
+    Returns:
+        ``by`` columns, ``best_w``, ``best_accuracy``, ``accuracy_at_half`` (w = 0.5, NaN when
+        not swept), ``accuracy_at_0`` (the RQA alone).
+
+    Example:
+        >>> c = pd.DataFrame({"g": "a", "w": [0.0, 0.5, 1.0] * 2, "correct": [1, 1, 0, 0, 1, 0]})
+        >>> weight_optima(c, ["g"])[["best_w", "best_accuracy"]].values.tolist()
+        [[0.5, 1.0]]
+    """
+    acc = curve.groupby([*by, "w"], sort=False)["correct"].mean().reset_index()
+    acc["_distance"] = (acc["w"] - 0.5).abs().round(9)  # 0.7 - 0.5 < 0.5 - 0.3 in floating point
+    acc = acc.sort_values(
+        [*by, "correct", "_distance", "w"], ascending=[True] * len(by) + [False, True, True]
+    )
+    best = acc.drop_duplicates(list(by), keep="first").rename(
+        columns={"w": "best_w", "correct": "best_accuracy"}
+    )
+    at = acc.pivot_table(index=list(by), columns="w", values="correct")
+    best = best.set_index(list(by))
+    best["accuracy_at_half"] = at[0.5] if 0.5 in at.columns else np.nan
+    best["accuracy_at_0"] = at[0.0] if 0.0 in at.columns else np.nan
+    return best.drop(columns="_distance").reset_index()
+
+
+def cross_domain_weight(curve: pd.DataFrame, domains: Sequence[str] = FEEDBACK_DOMAINS) -> pd.DataFrame:
+    """Tune w on three domains, apply it to the fourth: an honest estimate of what tuning buys.
+
+    For every (protocol, rqa, reranker) and held-out domain, w is chosen by
+    :func:`weight_optima` on the other domains' questions (all seeds); the held-out domain's
+    questions are then answered at that w. The result pairs, per question, the tuned outcome
+    with the paper's sum (w = 0.5).
+
+    Returns:
+        Per-question outcomes with ``w_rule`` in {``sum``, ``tuned``}, the run and question
+        keys, ``correct`` and ``chosen_w`` (the w the tuned rule used for that domain).
+    """
+    keys = [k for k in RUN_KEYS if k != "seed"]
+    frames = []
+    for domain in domains:
+        train = curve[curve["domain"] != domain]
+        test = curve[curve["domain"] == domain]
+        chosen = weight_optima(train, keys)[[*keys, "best_w"]]
+        tuned = test.merge(chosen, on=keys)
+        tuned = tuned[np.isclose(tuned["w"], tuned["best_w"])]
+        frames.append(tuned.assign(w_rule="tuned", chosen_w=tuned["best_w"]).drop(columns="best_w"))
+        half = test[np.isclose(test["w"], 0.5)]
+        frames.append(half.assign(w_rule="sum", chosen_w=0.5))
+    return pd.concat(frames, ignore_index=True).drop(columns="w")
+
+
+def weight_stability(curve: pd.DataFrame) -> pd.DataFrame:
+    """Best w overall, per domain and per seed, for every (rqa, reranker) of a weight curve.
+
+    Returns:
+        One row per (rqa, reranker): ``best_w``, ``best_accuracy``, ``accuracy_at_half``,
+        ``accuracy_at_0``, then ``w*<domain>`` and ``w*seed<seed>`` columns.
+    """
+    keys = ["rqa", "reranker"]
+    out = weight_optima(curve, keys).set_index(keys)
+    for by in ("domain", "seed"):
+        per = weight_optima(curve, [*keys, by]).pivot_table(index=keys, columns=by, values="best_w")
+        per.columns = [f"w*{'seed' if by == 'seed' else ''}{c}" for c in per.columns]
+        out = out.join(per)
+    return out.reset_index()
+
+
+def depth_curve(deep: pd.DataFrame, depths: Sequence[int]) -> pd.DataFrame:
+    """Per question and depth k, correctness of reranking the RQA's top k (the paper's sum).
+
+    Args:
+        deep: ``deep_candidates.parquet`` (any k); only its reranked runs are swept.
+        depths: Depths to evaluate (1 = the RQA alone).
+
+    Returns:
+        Long table: run and question keys, ``depth``, ``correct``, ``ceiling`` (gold within the
+        top k: recall@k, what a perfect reranker would reach).
+    """
+    rated = deep[deep["reranker"] != NO_RERANKER]
+    return depth_sweep(candidate_blocks(rated), depths)
