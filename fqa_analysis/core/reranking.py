@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -130,18 +131,9 @@ def compare_to_baseline(
         The comparison; its table is indexed by ``rqa, reranker``.
     """
     overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
-    return compare(
-        overall,
-        system="reranker",
-        baseline=baseline,
-        within=["rqa"],
-        family="within",
-        describe=f"every reranker vs {baseline}, per RQA",
-        average=average,
-        n_resamples=n_resamples,
-        seed=seed,
-        commit=commit,
-    )
+    family = f"every reranker vs {baseline}, per RQA"
+    settings = {"average": average, "n_resamples": n_resamples, "seed": seed, "commit": commit}
+    return _per_rqa(overall, baseline=baseline, family="within", describe=family, **settings)
 
 
 def compare_family(
@@ -167,19 +159,14 @@ def compare_family(
         ValueError: A reranker of ``pairs`` has no rows in ``outcomes``.
     """
     overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
-    names = ", ".join(f"{s} vs {b}" for s, b in pairs)
-    return compare(
-        overall,
-        system="reranker",
-        pairs=pairs,
-        within=["rqa"],
-        family="table",
-        describe=f"{names}, on every RQA",
-        average=average,
-        n_resamples=n_resamples,
-        seed=seed,
-        commit=commit,
-    )
+    family = ", ".join(f"{s} vs {b}" for s, b in pairs) + ", on every RQA"
+    settings = {"average": average, "n_resamples": n_resamples, "seed": seed, "commit": commit}
+    return _per_rqa(overall, pairs=pairs, family="table", describe=family, **settings)
+
+
+def _per_rqa(outcomes: pd.DataFrame, **how: Any) -> Comparison:
+    """:func:`~fqa_analysis.core.compare.compare` of rerankers within every RQA system."""
+    return compare(outcomes, system="reranker", within=["rqa"], **how)
 
 
 def score_ablation(
