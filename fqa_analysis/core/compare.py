@@ -31,12 +31,12 @@ from typing import Literal
 import pandas as pd
 
 from fqa_analysis import __version__
+from fqa_analysis.core.candidates import QUESTION_KEYS
 from fqa_analysis.core.stats import Average, bootstrap_means, holm, paired_bootstrap
 
 __all__ = [
     "COLUMNS",
     "ITEM_KEYS",
-    "QUESTION_KEYS",
     "Comparison",
     "accuracy_by",
     "compare",
@@ -67,8 +67,6 @@ COLUMNS: tuple[str, ...] = (
     "losses",
 )
 
-#: Question keys of the book's outcome tables.
-QUESTION_KEYS: tuple[str, ...] = ("domain", "split", "question_id")
 #: Keys of the per-item tables of feedback_test (rating scores, explanation metrics).
 ITEM_KEYS: tuple[str, ...] = ("domain", "item_id")
 
@@ -151,7 +149,7 @@ def _short_commits(commit: str | None) -> str:
 
 
 def wide_outcomes(
-    outcomes: pd.DataFrame, system: str, value: str = "correct", keys: Sequence[str] = QUESTION_KEYS
+    outcomes: pd.DataFrame, system: str, value: str = "correct", keys: Sequence[str] = tuple(QUESTION_KEYS)
 ) -> pd.DataFrame:
     """One row per question (index ``keys``, sorted), one column per value of ``system``.
 
@@ -212,7 +210,7 @@ def compare(
     family: Family = "table",
     describe: str | None = None,
     value: str = "correct",
-    keys: Sequence[str] = QUESTION_KEYS,
+    keys: Sequence[str] = tuple(QUESTION_KEYS),
     strata: Sequence[str] = ("domain", "split"),
     seeds: str | None = "seed",
     average: Average = "micro",
@@ -274,10 +272,7 @@ def compare(
     for group_key, block in groups:
         labels: tuple[object, ...] = group_key if isinstance(group_key, tuple) else (group_key,)
         present = list(dict.fromkeys(block[system]))
-        if pairs is None:
-            todo = [(s, baseline) for s in present if s != baseline]
-        else:
-            todo = [(s, b) for s, b in pairs]
+        todo = [(s, baseline) for s in present if s != baseline] if pairs is None else list(pairs)
         where = f" in {dict(zip(within, labels, strict=True))}" if within else ""
         for base in dict.fromkeys(b for _, b in todo):
             if base not in present:
