@@ -17,8 +17,8 @@ from fqa_analysis import data
 from fqa_analysis.cache import default_cache_root
 from fqa_analysis.models.reranker import RerankConfig, encode_pairs, train_reranker
 from fqa_analysis.models.reranker_data import feedback_training_sets
+from fqa_analysis.models.reranker_variants import RerankRunConfig, example_ids, pseudo_pairs
 from fqa_analysis.profiling import peak_rss_mb
-from fqa_analysis.stages.rerank import RerankRunConfig, example_ids, pseudo_pairs
 
 
 def main() -> None:

@@ -22,13 +22,13 @@ from fqa_analysis import data
 from fqa_analysis.cache import default_cache_root
 from fqa_analysis.core.reranking import auc
 from fqa_analysis.models.reranker import encode_pairs, pair_id, predict
-from fqa_analysis.profiling import peak_rss_mb
-from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig, eval_candidates
-from fqa_analysis.stages.rerank import (
+from fqa_analysis.models.reranker_variants import (
     ranked_passages,
     relevance_model,
     relevance_splits,
 )
+from fqa_analysis.profiling import peak_rss_mb
+from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig, eval_candidates
 
 
 def main() -> None:

@@ -34,13 +34,12 @@ from fqa_analysis import data
 from fqa_analysis.core.calibration import expected_calibration_error
 from fqa_analysis.core.compare import compare
 from fqa_analysis.core.failures import failure_examples
-from fqa_analysis.core.metrics import ranking_metrics, recall_curve
+from fqa_analysis.core.metrics import accuracy_with_ci, ranking_metrics, recall_curve
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_recall_curves, plot_reliability
 from fqa_analysis.core.report import ci_table, comparison_table, markdown_records
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
 from fqa_analysis.core.scoring import select_top1
-from fqa_analysis.core.stats import accuracy_with_ci
 
 pd.set_option("display.max_colwidth", 120)
 RESULTS = results_dir()
@@ -51,7 +50,7 @@ temps = load_table(RESULTS, "rqa_temperatures.parquet")
 stage = load_stage(RESULTS, "rqa")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(rqa_rows["rqa"])]
 outcomes = select_top1(rqa_rows)
-acc = accuracy_with_ci(outcomes, ["rqa"], n_resamples=10_000, seed=0)
+acc = accuracy_with_ci(outcomes, "rqa", n_resamples=10_000, seed=0)
 feedback_outcomes = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS)]
 comparison = compare(feedback_outcomes, system="rqa", baseline="bm25", commit=stage["git_commit"])
 feedback_ranks = ranks[ranks["domain"].isin(data.FEEDBACK_DOMAINS)]

@@ -12,8 +12,10 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -21,11 +23,13 @@ import pandas as pd
 
 __all__ = [
     "ENV_CACHE_DIR",
+    "OMIT_AT_DEFAULT",
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_npy",
     "atomic_write_npz",
     "atomic_write_parquet",
+    "config_key",
     "content_key",
     "default_cache_root",
     "file_sha256",
@@ -85,6 +89,46 @@ def content_key(*parts: Any) -> str:
     """
     blob = json.dumps(parts, sort_keys=True, default=_exact_json).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+#: ``field(default=..., metadata=OMIT_AT_DEFAULT)`` marks a setting added after models were cached:
+#: :func:`config_key` leaves it out while it holds the default its dataclass declares, so the models
+#: cached before it existed (which behaved as that default) keep their keys.
+OMIT_AT_DEFAULT: Mapping[str, bool] = MappingProxyType({"omit_at_default": True})
+
+
+def config_key(config: Any) -> dict[str, Any]:
+    """The settings of a config dataclass that a cache key reads.
+
+    Every field, except a field marked :data:`OMIT_AT_DEFAULT` while it equals the default its
+    dataclass declares. The default is read from the dataclass itself: there is no second list of
+    defaults to drift.
+
+    Raises:
+        TypeError: ``config`` is not a dataclass instance, or a marked field has no plain default
+            (a ``default_factory`` is machine-dependent and cannot say what earlier code did).
+
+    Example:
+        >>> from dataclasses import dataclass, field
+        >>> @dataclass
+        ... class Config:
+        ...     lr: float = 0.1
+        ...     pooling: str = field(default="cls", metadata=OMIT_AT_DEFAULT)
+        >>> config_key(Config()), config_key(Config(lr=0.2, pooling="mean"))
+        ({'lr': 0.1}, {'lr': 0.2, 'pooling': 'mean'})
+    """
+    if not is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"config_key needs a dataclass instance, not {type(config).__name__}")
+    key = asdict(config)
+    for spec in fields(config):
+        if not spec.metadata.get("omit_at_default"):
+            continue
+        if spec.default is MISSING:
+            name = f"{type(config).__name__}.{spec.name}"
+            raise TypeError(f"{name} is marked OMIT_AT_DEFAULT without a plain default")
+        if key[spec.name] == spec.default:
+            del key[spec.name]
+    return key
 
 
 def _atomic(dest: Path, write: Callable[[Path], None]) -> None:

@@ -26,11 +26,16 @@ from fqa_analysis.models.explain_rate import FORMS as EXPLAIN_RATE_FORMS
 from fqa_analysis.models.explain_rate import ExplainRateConfig
 from fqa_analysis.models.explainer import DecodeConfig, GeneratorConfig
 from fqa_analysis.models.reranker import DEVICES, RerankConfig, bf16_supported, resolve_device
+from fqa_analysis.models.reranker_variants import (
+    NEGATIVE_SOURCES,
+    RELEVANCE_LOSSES,
+    VARIANTS,
+    RerankRunConfig,
+)
 from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
 from fqa_analysis.stages.beyond import BeyondRunConfig
 from fqa_analysis.stages.explain_rate import ExplainRateRunConfig
 from fqa_analysis.stages.relevance import RECIPES
-from fqa_analysis.stages.rerank import NEGATIVE_SOURCES, RELEVANCE_LOSSES, VARIANTS, RerankRunConfig
 from fqa_analysis.stages.rqa import K, RQARunConfig
 
 #: Defaults shown in ``--help`` come from these instances, so help and behaviour cannot drift apart.

@@ -107,23 +107,3 @@ def test_recall_curve_and_ranking_metrics_by_hand() -> None:
     m = ranking_metrics(pd.Series([2, 11]))
     assert m["ndcg@10"] == pytest.approx((1 / np.log2(3)) / 2)
     assert m["p@1"] == 0.0 and m["recall@5"] == 0.5
-
-
-def test_seed_averaged_outcomes_by_hand() -> None:
-    from fqa_analysis.core.metrics import seed_averaged
-
-    out = pd.DataFrame(
-        {
-            "protocol": "p",
-            "rqa": "r",
-            "reranker": "x",
-            "seed": [0, 1, 2, 0, 1, 2],
-            "domain": "A",
-            "split": "test",
-            "question_id": [0, 0, 0, 1, 1, 1],
-            "correct": [True, True, False, False, False, False],
-        }
-    )
-    avg = seed_averaged(out)
-    assert avg["correct"].tolist() == pytest.approx([2 / 3, 0.0])
-    assert set(avg["seed"]) == {-1}

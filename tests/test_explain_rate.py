@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fqa_analysis.cache import config_key
 from fqa_analysis.models.explain_rate import (
     ExplainRateConfig,
     ExplainRateModel,
     RatedExplanations,
     _decoder_batch,
-    _model_key,
     train_explain_rate,
 )
 
@@ -99,16 +99,17 @@ def test_own_form_rates_what_it_wrote_and_learns_only_the_annotators_words() -> 
     assert losses["own"][0] != pytest.approx(losses["human"][0], rel=1e-3)
 
 
-def test_forms_are_checked_and_the_paper_form_keeps_its_cache_key() -> None:
+def test_forms_are_checked_and_keyed_apart() -> None:
     with pytest.raises(ValueError, match="head_reads must be one of"):
         ExplainRateConfig(head_reads="annotators")
     with pytest.raises(ValueError, match="head_input must be one of"):
         ExplainRateConfig(head_input="encoder")
-    # the paper's form was cached before the settings existed: its key leaves them out
-    paper = _model_key(ExplainRateConfig(head_reads="human", head_input="decoder"))
-    assert "head_reads" not in paper and "head_input" not in paper
-    ours = _model_key(ExplainRateConfig())
-    assert (ours["head_reads"], ours["head_input"]) == ("own", "decoder+encoder")
+    # the key leaves the form's settings out at their declared defaults (our form) only
+    paper = config_key(ExplainRateConfig(head_reads="human", head_input="decoder"))
+    assert (paper["head_reads"], paper["head_input"]) == ("human", "decoder")
+    ours = config_key(ExplainRateConfig())
+    assert "head_reads" not in ours and "head_input" not in ours and "device" not in ours
+    assert config_key(ExplainRateConfig(device="cuda"))["device"] == "cuda"
 
 
 def test_head_sees_the_encoder_summary_beside_the_decoder_state() -> None:

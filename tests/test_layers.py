@@ -75,3 +75,48 @@ def test_imports_run_downward(path: Path) -> None:
 def test_lower_layers_load_no_model_library(path: Path) -> None:
     models = [name for name in imports_of(path) if name.split(".")[0] in MODEL_LIBRARIES]
     assert not models, f"{module_name(path)} imports {models}; model code belongs in fqa_analysis.models"
+
+
+#: Stage-layer modules that every stage may use: they are not stages themselves.
+SHARED_STAGE_MODULES = {"fqa_analysis.stages", "fqa_analysis.stages.manifest", "fqa_analysis.stages.outputs"}
+STAGE_MODULES = [
+    p for p in MODULES if layer_of(module_name(p)) == "stages" and module_name(p) not in SHARED_STAGE_MODULES
+]
+
+
+def test_the_stage_modules_are_found() -> None:
+    names = {module_name(p).rsplit(".", 1)[1] for p in STAGE_MODULES}
+    assert names == {"rqa", "relevance", "rerank", "explain", "beyond", "explain_rate"}
+
+
+@pytest.mark.parametrize("path", STAGE_MODULES, ids=module_name)
+def test_stages_do_not_borrow_from_each_other(path: Path) -> None:
+    """What several stages share lives a floor down (e.g. ``models.reranker_variants``)."""
+    borrowed = [
+        name
+        for name in imports_of(path)
+        if name.startswith("fqa_analysis.stages") and name not in SHARED_STAGE_MODULES
+    ]
+    assert not borrowed, f"{module_name(path)} imports another stage: {borrowed}"
+
+
+def private_imports(path: Path) -> list[str]:
+    """``module.name`` of every private name a file imports from another package module."""
+    return [
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fqa_analysis")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    ]
+
+
+def test_private_imports_are_found(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text("from fqa_analysis.models.explainer import Explainer, _Pair\nfrom os import _exit\n")
+    assert private_imports(source) == ["fqa_analysis.models.explainer._Pair"]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_no_module_imports_another_modules_private_names(path: Path) -> None:
+    assert not private_imports(path), f"{module_name(path)} imports private names: {private_imports(path)}"

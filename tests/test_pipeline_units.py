@@ -9,15 +9,14 @@ import pytest
 from fqa_analysis.cache import atomic_write_json, content_key, file_sha256
 from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.data import load_qa_split
-from fqa_analysis.models.retrieval import BM25System, domain_batches
-from fqa_analysis.stages.rqa import _candidate_rows
+from fqa_analysis.models.retrieval import BM25System, candidate_rows, domain_batches
 
 
 def test_candidate_rows_follow_the_contract(tiny_data: Path) -> None:
     split = load_qa_split(tiny_data, "WHO", "test")  # 2 questions, gold 0 and 1, pool of 3
     scores = np.array([[0.0, 2.0, 1.0], [np.log(2.0), 0.0, 0.0]])
     run = {"protocol": "available", "rqa": "x", "reranker": "none", "seed": 0}
-    rows = _candidate_rows(split, scores, temperature=1.0, run=run, k=2)
+    rows = candidate_rows(split, scores, temperature=1.0, run=run, k=2)
     assert validate_candidates(rows) == 2
     first = rows[rows["question_id"] == 0]
     assert first["passage_id"].tolist() == [1, 2]
@@ -53,6 +52,23 @@ def test_cache_helpers(tmp_path: Path) -> None:
     # sha256 of the 13 bytes '{\n "b": 1\n}\n', computed independently
     assert file_sha256(path) == hashlib.sha256(b'{\n "b": 1\n}\n').hexdigest()
     assert not list(tmp_path.rglob("*.part"))
+
+
+def test_reranker_keys_leave_later_settings_out_only_at_their_declared_defaults() -> None:
+    from dataclasses import asdict
+
+    from fqa_analysis.models.reranker import RerankConfig, model_key
+
+    config = RerankConfig(bf16=False)
+    # the rule of the models cached before pooling/device/int8_scoring existed, written out by hand
+    earlier = {k: v for k, v in asdict(config).items() if k not in ("pooling", "device", "int8_scoring")}
+    assert model_key(config) == earlier
+    assert model_key(RerankConfig(bf16=False, pooling="mean", device="cuda")) == {
+        **earlier,
+        "pooling": "mean",
+        "device": "cuda",
+    }
+    assert model_key(RerankConfig(bf16=False, lr=1e-4))["lr"] == 1e-4
 
 
 def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:
@@ -168,8 +184,8 @@ def test_frozen5_candidates_join_the_rqa_rows_and_are_checked(tmp_path: Path) ->
 def test_score_cached_runs_only_pairs_the_model_never_scored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from fqa_analysis.models import reranker_variants
     from fqa_analysis.models.reranker import RerankConfig
-    from fqa_analysis.stages import rerank as rerank_stage
 
     asked: list[list[str]] = []
 
@@ -178,11 +194,11 @@ def test_score_cached_runs_only_pairs_the_model_never_scored(
         # a different value at every call, so a re-scored pair would show
         return np.array([[len(asked), ord(i[0]), 0.0, 0.0] for i in ids])
 
-    monkeypatch.setattr(rerank_stage, "predict", fake_predict)
+    monkeypatch.setattr(reranker_variants, "predict", fake_predict)
     model = RerankConfig()
 
     def score(ids: list[str]) -> tuple[np.ndarray, bool]:
-        return rerank_stage.score_cached(tmp_path, {}, ids, None, model)  # type: ignore[arg-type]
+        return reranker_variants.score_cached(tmp_path, {}, ids, None, model)  # type: ignore[arg-type]
 
     first, cached = score(["b", "a"])
     assert asked == [["a", "b"]] and not cached
@@ -210,12 +226,12 @@ def test_load_stage_names_the_missing_stage_and_the_command(tmp_path: Path) -> N
 def test_candidate_texts_are_the_rqa_systems_own_candidates_passages(tiny_data: Path) -> None:
     import pandas as pd
 
-    from fqa_analysis.stages.rerank import candidate_texts
+    from fqa_analysis.models.reranker_variants import candidate_texts
 
     split = load_qa_split(tiny_data, "WHO", "test")
     scores = np.array([[0.0, 2.0, 1.0], [1.0, 0.0, 0.0]])
     run = {"protocol": "available", "rqa": "x", "reranker": "none", "seed": 0}
-    own = _candidate_rows(split, scores, temperature=1.0, run=run, k=2)
+    own = candidate_rows(split, scores, temperature=1.0, run=run, k=2)
     reranked = own.assign(reranker="feedback_kl")
     other = own.assign(rqa="y")
     rows, texts = candidate_texts(tiny_data, pd.concat([own, reranked, other]), ["x"], ["WHO", "CDC"])

@@ -13,9 +13,9 @@ from fqa_analysis import data
 from fqa_analysis.core.reranking import recipe_comparison, recipe_outcomes, recipe_table
 from fqa_analysis.models.reranker import bf16_supported
 from fqa_analysis.models.reranker_data import RatedPair, question_groups
+from fqa_analysis.models.reranker_variants import VARIANTS, RerankRunConfig, is_held_out
 from fqa_analysis.stages.manifest import _git_commit
 from fqa_analysis.stages.relevance import RECIPES, eval_candidates
-from fqa_analysis.stages.rerank import VARIANTS, RerankRunConfig, is_held_out
 
 
 def _rows(recipe: str, pe: list[list[float]], gold: list[int]) -> pd.DataFrame:

@@ -75,7 +75,7 @@ def test_negatives_are_drawn_from_the_top_non_gold_only() -> None:
 
 
 def test_replay_sample_is_a_seeded_subset_in_order() -> None:
-    from fqa_analysis.stages.rerank import replay_sample
+    from fqa_analysis.models.reranker_variants import replay_sample
 
     pairs = [RatedPair("A", f"q{i}", "p", ("Bad",), "pseudo") for i in range(10)]
     out = replay_sample(pairs, 4, seed=1)

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from fqa_analysis.core.stats import bootstrap_means, holm, paired_bootstrap, paired_outcomes, resample_indices
+from fqa_analysis.core.stats import bootstrap_means, holm, paired_bootstrap, resample_indices
 
 
 def test_holm_by_hand() -> None:
@@ -73,24 +73,8 @@ def test_ci_agrees_with_scipy_percentile_bootstrap() -> None:
     assert ours["ci_high"] == pytest.approx(ref.high, abs=0.004)
 
 
-def test_paired_outcomes_refuses_unpaired_systems() -> None:
-    rows = pd.DataFrame(
-        {
-            "rqa": ["x", "x", "y"],
-            "domain": "A",
-            "split": "test",
-            "question_id": [0, 1, 0],
-            "correct": [True, False, True],
-        }
-    )
-    with pytest.raises(ValueError, match="system 'y' has no outcome for 1 question"):
-        paired_outcomes(rows, ["rqa"])
-    wide = paired_outcomes(rows[rows["rqa"] == "x"], ["rqa"])
-    assert wide["x"].tolist() == [1.0, 0.0]
-
-
 def test_accuracy_with_ci_per_test_set_and_overall() -> None:
-    from fqa_analysis.core.stats import accuracy_with_ci
+    from fqa_analysis.core.metrics import accuracy_with_ci
 
     rows = []
     # Domain A: 4 questions, system x right on 3, y on 1. Domain Q (not in overall): 2 questions.
@@ -104,7 +88,7 @@ def test_accuracy_with_ci_per_test_set_and_overall() -> None:
     for system, values in {"x": [0, 0], "y": [1, 1]}.items():
         for qid, v in enumerate(values):
             rows.append({"rqa": system, "domain": "B", "split": "test", "question_id": qid, "correct": v})
-    table = accuracy_with_ci(pd.DataFrame(rows), ["rqa"], overall_domains=["A", "B"], n_resamples=300)
+    table = accuracy_with_ci(pd.DataFrame(rows), "rqa", overall_domains=["A", "B"], n_resamples=300)
     acc = table.set_index(["system", "test_set"])["accuracy"]
     assert acc[("x", "A")] == 0.75 and acc[("y", "Q")] == 1.0
     assert acc[("x", "overall (micro)")] == pytest.approx(3 / 6)  # 3 of the 6 questions of A and B

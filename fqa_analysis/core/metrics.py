@@ -25,15 +25,19 @@ import numpy as np
 import pandas as pd
 
 from fqa_analysis.core.candidates import QUESTION_KEYS, RUN_KEYS
+from fqa_analysis.core.compare import wide_outcomes
+from fqa_analysis.core.stats import bootstrap_means
+from fqa_analysis.data import FEEDBACK_DOMAINS
 
 __all__ = [
     "accuracy_by_test_set",
     "accuracy_table",
+    "accuracy_with_ci",
     "overall_accuracy",
     "ranking_metrics",
     "recall_at_k",
     "recall_curve",
-    "seed_averaged",
+    "test_set_label",
 ]
 
 Average = Literal["micro", "macro"]
@@ -146,12 +150,58 @@ def ranking_metrics(gold_rank: pd.Series) -> dict[str, float]:
     }
 
 
-def seed_averaged(outcomes: pd.DataFrame, column: str = "correct") -> pd.DataFrame:
-    """Per question, the outcome averaged over seeds (0, 1/3, 2/3, 1 with three seeds).
+def test_set_label(domain: str, split: str) -> str:
+    """How a test set is named in tables: the domain, plus the split when it is not ``test``.
 
-    This is the unit a paired bootstrap compares when a system has several training seeds.
+    Example:
+        >>> test_set_label("UK", "test"), test_set_label("Quebec", "test_new_faq_coll4")
+        ('UK', 'Quebec (test_new_faq_coll4)')
     """
-    keys = [k for k in RUN_KEYS if k != "seed"] + QUESTION_KEYS
-    out = outcomes.groupby(keys, sort=False)[column].mean().reset_index()
-    out["seed"] = -1  # marks a seed average
-    return out
+    return domain if split == "test" else f"{domain} ({split})"
+
+
+test_set_label.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+def accuracy_with_ci(
+    outcomes: pd.DataFrame,
+    system: str,
+    overall_domains: Sequence[str] = FEEDBACK_DOMAINS,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    column: str = "correct",
+) -> pd.DataFrame:
+    """Accuracy with percentile bootstrap CIs per test set, and overall micro and macro.
+
+    Questions are taken in key order (:func:`~fqa_analysis.core.compare.wide_outcomes`), so the
+    CIs do not depend on the order of the input's rows.
+
+    Args:
+        outcomes: Per-question outcomes of several systems (same questions for all).
+        system: The column naming a system.
+        overall_domains: Domains that make up "overall" (the paper's four feedback domains).
+        n_resamples: Bootstrap resamples.
+        seed: Seed of the resampling.
+        confidence: CI level.
+        column: The outcome column.
+
+    Returns:
+        Long table: ``system, test_set, n, accuracy, ci_low, ci_high``; the overall rows are
+        named ``overall (micro)`` and ``overall (macro)``, resampled within test sets.
+    """
+    wide = wide_outcomes(outcomes, system, column)
+    rows = []
+    for (domain, split), block in wide.groupby(level=["domain", "split"], sort=False):
+        means = bootstrap_means(block.reset_index(drop=True), None, "micro", n_resamples, seed, confidence)
+        for name, r in means.iterrows():
+            rows.append((name, test_set_label(str(domain), str(split)), len(block), *r.tolist()))
+    overall = wide[wide.index.get_level_values("domain").isin(list(overall_domains))]
+    strata = [f"{d}/{s}" for d, s, _ in overall.index]
+    for average in ("micro", "macro"):
+        means = bootstrap_means(
+            overall.reset_index(drop=True), strata, average, n_resamples, seed, confidence
+        )
+        for name, r in means.iterrows():
+            rows.append((name, f"overall ({average})", len(overall), *r.tolist()))
+    return pd.DataFrame(rows, columns=["system", "test_set", "n", "accuracy", "ci_low", "ci_high"])

@@ -29,7 +29,7 @@ __all__ = [
     "stage_cost",
 ]
 
-#: The frozen-lower-layer rerankers' candidate rows (``tools/extract_frozen5_snapshot.py``).
+#: The frozen-lower-layer rerankers' candidate rows (a fixed snapshot; results/README.md: how it was made).
 FROZEN5_TABLE = "frozen5_candidates.parquet"
 
 FIX = "run `fqa run` to produce it, or check out the committed results/ folder"

@@ -30,13 +30,10 @@ import pandas as pd
 
 __all__ = [
     "BootstrapResult",
-    "accuracy_with_ci",
     "bootstrap_means",
     "holm",
     "paired_bootstrap",
-    "paired_outcomes",
     "resample_indices",
-    "test_set_label",
 ]
 
 Average = Literal["micro", "macro"]
@@ -266,83 +263,3 @@ def bootstrap_means(
     """Mean and percentile CI of every column (no comparison): columns ``mean, ci_low, ci_high``."""
     cmp = paired_bootstrap(values, values.columns[0], strata, average, n_resamples, seed, confidence)
     return cmp.to_frame()[["mean", "ci_low", "ci_high"]]
-
-
-def paired_outcomes(outcomes: pd.DataFrame, system: Sequence[str], column: str = "correct") -> pd.DataFrame:
-    """Pivot per-question outcomes to one column per system, checking they cover the same questions.
-
-    Args:
-        outcomes: Long table (e.g. from :func:`~fqa_analysis.core.scoring.select_top1`).
-        system: Columns whose values name a system (joined with ``/`` when several).
-        column: The outcome column.
-
-    Returns:
-        Index ``domain, split, question_id``; one column per system.
-
-    Raises:
-        ValueError: A system lacks a question another system has (pairing would be wrong).
-
-    """
-    keys = ["domain", "split", "question_id"]
-    label = outcomes[list(system)].astype(str).agg("/".join, axis=1)
-    wide = outcomes.assign(_system=label).pivot_table(
-        index=keys, columns="_system", values=column, aggfunc="first", sort=False
-    )
-    missing = wide.isna().sum()
-    if missing.any():
-        worst = missing.idxmax()
-        raise ValueError(
-            f"system {worst!r} has no outcome for {int(missing.max())} question(s) that other "
-            "systems answered; compare systems on the same questions"
-        )
-    wide.columns.name = None
-    return wide.astype(float)
-
-
-def test_set_label(domain: str, split: str) -> str:
-    """How a test set is named in tables: the domain, plus the split when it is not ``test``."""
-    return domain if split == "test" else f"{domain} ({split})"
-
-
-def accuracy_with_ci(
-    outcomes: pd.DataFrame,
-    system: Sequence[str],
-    overall_domains: Sequence[str] = ("Australia", "CDC", "UK", "WHO"),
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    column: str = "correct",
-) -> pd.DataFrame:
-    """Accuracy with percentile bootstrap CIs per test set, and overall micro and macro.
-
-    Args:
-        outcomes: Per-question outcomes of several systems (same questions for all).
-        system: Columns naming a system.
-        overall_domains: Domains that make up "overall" (the paper's four feedback domains).
-        n_resamples: Bootstrap resamples.
-        seed: Seed of the resampling.
-        confidence: CI level.
-        column: The outcome column.
-
-    Returns:
-        Long table: ``system, test_set, n, accuracy, ci_low, ci_high``; the overall rows are
-        named ``overall (micro)`` and ``overall (macro)``, resampled within domains.
-    """
-    wide = paired_outcomes(outcomes, system, column)
-    rows = []
-    for (domain, split), block in wide.groupby(level=["domain", "split"], sort=False):
-        means = bootstrap_means(block.reset_index(drop=True), None, "micro", n_resamples, seed, confidence)
-        for name, r in means.iterrows():
-            rows.append((name, test_set_label(str(domain), str(split)), len(block), *r.tolist()))
-    overall = wide[wide.index.get_level_values("domain").isin(list(overall_domains))]
-    strata = [f"{d}/{s}" for d, s, _ in overall.index]
-    for average in ("micro", "macro"):
-        means = bootstrap_means(
-            overall.reset_index(drop=True), strata, average, n_resamples, seed, confidence
-        )
-        for name, r in means.iterrows():
-            rows.append((name, f"overall ({average})", len(overall), *r.tolist()))
-    return pd.DataFrame(rows, columns=["system", "test_set", "n", "accuracy", "ci_low", "ci_high"])
-
-
-test_set_label.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

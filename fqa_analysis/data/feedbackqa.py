@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -266,6 +266,10 @@ class QASplit:
     def gold_ids(self) -> np.ndarray:
         """Each question's gold passage id, in file order."""
         return np.array([q.passage_id for q in self.questions], dtype=int)
+
+    def first(self, n: int | None) -> QASplit:
+        """The split narrowed to its first ``n`` questions (CI smoke runs); itself when ``n`` is None."""
+        return self if n is None else replace(self, questions=self.questions[:n])
 
 
 @dataclass(frozen=True)

@@ -48,10 +48,10 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from fqa_analysis.cache import atomic_write_json, content_key
+from fqa_analysis.cache import OMIT_AT_DEFAULT, atomic_write_json, config_key, content_key
 from fqa_analysis.core.ratings import mean_kl, rating_distribution
 from fqa_analysis.data import FeedbackItem
-from fqa_analysis.models.explainer import _new_model, _source
+from fqa_analysis.models.explainer import encoder_inputs, new_encoder_decoder
 from fqa_analysis.models.reranker import N_CLASSES, bf16_autocast, bf16_supported
 from fqa_analysis.models.retrieval import minilm_path
 from fqa_analysis.profiling import peak_rss_mb
@@ -68,8 +68,10 @@ __all__ = [
     "train_explain_rate",
 ]
 
-#: Version of the trained explain-then-rate models and their cached predictions.
-CACHE_VERSION = "explain-rate-1"
+#: Version of the trained explain-then-rate models and their cached predictions. 2: the key leaves
+#: ``head_reads``/``head_input`` out at their declared defaults (our form), not at the paper's form,
+#: so a version-1 paper-form key must not be read as ours.
+CACHE_VERSION = "explain-rate-2"
 #: What the rating head can read while training (see the module docstring).
 HEAD_READS = ("own", "human")
 #: What the rating head can see (see the module docstring).
@@ -81,7 +83,7 @@ FORMS = {"ours": ("own", "decoder+encoder"), "paper": ("human", "decoder")}
 
 @dataclass(frozen=True)
 class ExplainRateConfig:
-    """Settings of the explain-then-rate reranker (everything its cache key reads but ``device``)."""
+    """Settings of the explain-then-rate reranker (its cache key: :func:`~fqa_analysis.cache.config_key`)."""
 
     source_max_len: int = 128
     target_max_len: int = 32
@@ -100,14 +102,14 @@ class ExplainRateConfig:
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None
     #: ``cpu`` or ``cuda``; a model trained on another device is another model (its own cache key).
-    device: str = "cpu"
+    device: str = field(default="cpu", metadata=OMIT_AT_DEFAULT)
     #: What the rating head reads while training: ``"own"`` (the model's greedy explanation) or
     #: ``"human"`` (the annotators' explanations, teacher-forced: the paper's form).
-    head_reads: str = "own"
+    head_reads: str = field(default="own", metadata=OMIT_AT_DEFAULT)
     #: What the rating head sees: ``"decoder+encoder"`` (the decoder's state after the
     #: explanation and the mean of the encoder's states of the pair) or ``"decoder"`` (the
     #: decoder's state alone, the paper's form).
-    head_input: str = "decoder+encoder"
+    head_input: str = field(default="decoder+encoder", metadata=OMIT_AT_DEFAULT)
 
     @property
     def form(self) -> str:
@@ -216,13 +218,13 @@ class ExplainRateModel:
 
         torch.manual_seed(seed)
         tokenizer = AutoTokenizer.from_pretrained(minilm_path())
-        model = _new_model(tokenizer)
+        model = new_encoder_decoder(tokenizer)
         if encoder_layers is not None:
             load_encoder_layers(model.encoder.encoder.layer, encoder_layers)
         return cls(tokenizer, model, config)
 
     def _encode(self, pairs: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
-        src = _source(self.tokenizer, pairs, self.config.source_max_len).to(self.config.device)
+        src = encoder_inputs(self.tokenizer, pairs, self.config.source_max_len).to(self.config.device)
         with bf16_autocast(self.config.bf16, self.config.device):
             hidden = self.model.encoder(
                 input_ids=src["input_ids"], attention_mask=src["attention_mask"]
@@ -370,21 +372,6 @@ def load_encoder_layers(layers: Any, reranker_weights: dict[str, Any]) -> int:
     return len(per_layer)
 
 
-def _model_key(config: ExplainRateConfig) -> dict[str, Any]:
-    """What a trained model's cache key reads: every setting, ``device`` only when not the CPU.
-
-    ``head_reads`` and ``head_input`` only when not the paper's form (``"human"``, ``"decoder"``):
-    that form was the only one when the first models were cached, and they stay valid.
-    """
-    fields = asdict(config)
-    if fields["device"] == "cpu":
-        del fields["device"]
-    for name, paper in (("head_reads", "human"), ("head_input", "decoder")):
-        if fields[name] == paper:
-            del fields[name]
-    return fields
-
-
 def train_explain_rate(
     fit: Sequence[RatedExplanations],
     select: Sequence[RatedExplanations],
@@ -409,7 +396,7 @@ def train_explain_rate(
     torch.set_num_threads(config.threads)
     key = content_key(
         CACHE_VERSION,
-        _model_key(config),
+        config_key(config),
         seed,
         [asdict(p) for p in fit],
         [asdict(p) for p in select],

@@ -51,7 +51,9 @@ __all__ = [
     "GeneratorExplainer",
     "RetrievalExplainer",
     "TemplateExplainer",
+    "encoder_inputs",
     "explanation_examples",
+    "new_encoder_decoder",
     "train_generator",
 ]
 
@@ -256,8 +258,11 @@ def _pairs(examples: Sequence[ExplanationExample]) -> list[_Pair]:
     return [_Pair(q, p, tuple(t)) for (q, p), t in grouped.items()]
 
 
-def _source(tokenizer: Any, pairs: Sequence[tuple[str, str]], max_len: int) -> Any:
-    """Encoder input: the question as the first segment, the passage (truncated) as the second."""
+def encoder_inputs(tokenizer: Any, pairs: Sequence[tuple[str, str]], max_len: int) -> Any:
+    """Encoder input: the question as the first segment, the passage (truncated) as the second.
+
+    Shared with the explain-then-rate model, so both read a pair the same way.
+    """
     return tokenizer(
         [q for q, _ in pairs],
         [p for _, p in pairs],
@@ -298,7 +303,11 @@ def _decoder_batch(tokenizer: Any, targets: Sequence[tuple[str, str]], max_len: 
     return ids[:, :-1], mask[:, :-1], labels
 
 
-def _new_model(tokenizer: Any) -> Any:
+def new_encoder_decoder(tokenizer: Any) -> Any:
+    """A fresh MiniLM-to-MiniLM encoder-decoder (the decoder gains new cross-attention weights).
+
+    Shared with the explain-then-rate model, which starts from the same architecture.
+    """
     from transformers import EncoderDecoderModel
     from transformers.utils import logging
 
@@ -330,7 +339,7 @@ def _loss(model: Any, tokenizer: Any, pairs: Sequence[_Pair], config: GeneratorC
     """
     import torch
 
-    src = _source(tokenizer, [(p.question, p.passage_text) for p in pairs], config.source_max_len)
+    src = encoder_inputs(tokenizer, [(p.question, p.passage_text) for p in pairs], config.source_max_len)
     counts = torch.tensor([len(p.targets) for p in pairs])
     decoder_in, decoder_mask, labels = _decoder_batch(
         tokenizer, [t for p in pairs for t in p.targets], config.target_max_len
@@ -403,7 +412,7 @@ def train_generator(
     torch.manual_seed(config.seed)
     torch.set_num_threads(config.threads)
     tokenizer = AutoTokenizer.from_pretrained(minilm_path())
-    model = _new_model(tokenizer)
+    model = new_encoder_decoder(tokenizer)
     fit_pairs, select_pairs = _pairs(fit), _pairs(select)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = (len(fit_pairs) + config.batch_pairs - 1) // config.batch_pairs
@@ -607,7 +616,7 @@ class GeneratorExplainer(Explainer):
         desc = "explain (sampled)" if sample else "explain"
         with torch.inference_mode():
             for b, idx in enumerate(tqdm(batches, desc=desc, disable=len(batches) <= 1)):
-                src = _source(self.tokenizer, [unique[i][:2] for i in idx], self.source_max_len)
+                src = encoder_inputs(self.tokenizer, [unique[i][:2] for i in idx], self.source_max_len)
                 prefix = torch.tensor([_prefix_ids(self.tokenizer, unique[idx[0]][2])] * len(idx))
                 how: dict[str, Any] = {"do_sample": False}
                 if sample:

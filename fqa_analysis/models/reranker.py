@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from fqa_analysis.cache import atomic_write_json, atomic_write_npy, content_key
+from fqa_analysis.cache import OMIT_AT_DEFAULT, atomic_write_json, atomic_write_npy, config_key, content_key
 from fqa_analysis.core.ratings import mean_kl
 from fqa_analysis.models.retrieval import minilm_checkpoint, minilm_path
 
@@ -91,7 +91,7 @@ class RerankConfig:
     #: What the rating head reads: ``cls`` (the first token, as BERT cross-encoders do) or ``mean``
     #: (the mean of the top layer's token states, the pooling all-MiniLM-L6-v2 was trained with;
     #: benchmarks/reranker_probe.py measured no real gain from it).
-    pooling: str = "cls"
+    pooling: str = field(default="cls", metadata=OMIT_AT_DEFAULT)
     #: Run the transformer layers under bfloat16 autocast; master weights, the loss and the cached
     #: states stay in float32 / fp16. Default: where it pays (:func:`bf16_supported`).
     bf16: bool = field(default_factory=lambda: bf16_supported("cpu"))
@@ -99,15 +99,11 @@ class RerankConfig:
     max_steps: int | None = None
     #: ``cpu`` or ``cuda`` (resolve ``auto`` with :func:`resolve_device` first). bfloat16 autocast
     #: on both; a model trained on another device is another model (its own cache key).
-    device: str = "cpu"
+    device: str = field(default="cpu", metadata=OMIT_AT_DEFAULT)
     #: Score with int8 dynamic quantization of the linear layers (CPU only; training is
     #: unaffected). Measured by ``benchmarks/scoring_precision.py`` before it is adopted.
-    int8_scoring: bool = False
+    int8_scoring: bool = field(default=False, metadata=OMIT_AT_DEFAULT)
 
-
-#: Settings added after models were cached, with the default that reproduces the earlier code:
-#: left out of cache keys at that default, so those models stay valid.
-_LATER_FIELDS: dict[str, object] = {"pooling": "cls", "device": "cpu", "int8_scoring": False}
 
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 
@@ -138,14 +134,16 @@ def resolve_device(device: str) -> str:
 
 
 def model_key(config: RerankConfig) -> dict[str, Any]:
-    """The settings a trained model's cache key depends on (see ``_LATER_FIELDS``).
+    """The settings a trained model's cache key depends on (:func:`~fqa_analysis.cache.config_key`).
+
+    ``pooling``, ``device`` and ``int8_scoring`` came after models were cached: they are left out at
+    their declared defaults (the behaviour of the earlier code), so those models keep their keys.
 
     Example:
         >>> "pooling" in model_key(RerankConfig()), model_key(RerankConfig(pooling="mean"))["pooling"]
         (False, 'mean')
     """
-    fields = asdict(config)
-    return {k: v for k, v in fields.items() if not (k in _LATER_FIELDS and v == _LATER_FIELDS[k])}
+    return config_key(config)
 
 
 def pair_id(question: str, passage: str) -> str:

@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from tqdm import tqdm
 
-from fqa_analysis.cache import file_sha256
-from fqa_analysis.core.calibration import top1_accuracy
+from fqa_analysis.cache import atomic_write_npy, content_key, file_sha256
+from fqa_analysis.core.calibration import pool_softmax, top1_accuracy, top_k
+from fqa_analysis.core.candidates import CANDIDATE_COLUMNS, RATING_COLUMNS
 from fqa_analysis.data import QASplit
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "FineTunedSystem",
     "HybridSystem",
     "RQASystem",
+    "ScoreCache",
+    "candidate_rows",
     "make_system",
     "minilm_checkpoint",
     "minilm_path",
@@ -500,3 +504,69 @@ def make_system(name: str, finetune: FineTuneConfig | None = None) -> RQASystem:
     if name == "hybrid":
         return HybridSystem(finetune)
     raise ValueError(f"unknown RQA system {name!r}; choose from {', '.join(SYSTEMS)}")
+
+
+class ScoreCache:
+    """RQA score matrices on disk, keyed by system fingerprint and question/pool content.
+
+    Shared by the rqa stage and the beyond stage's deeper candidates, so a pool scored once is
+    never scored again; :meth:`all_cached` tells a stage whether it computed anything.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.misses = 0
+
+    def all_cached(self) -> bool:
+        """Whether every request since the last call was served from disk; resets the count."""
+        cached, self.misses = self.misses == 0, 0
+        return cached
+
+    def get(self, system: RQASystem, questions: Sequence[str], passages: Sequence[str]) -> np.ndarray:
+        """The (questions x passages) score matrix of ``system``, from disk when scored before."""
+        key = content_key(CACHE_VERSION, system.fingerprint(), list(questions), list(passages))
+        path = self.root / "scores" / system.name / f"{key}.npy"
+        if path.exists():
+            cached: np.ndarray = np.load(path)
+            return cached
+        self.misses += 1
+        scores = system.score(questions, passages).astype(np.float32)
+        atomic_write_npy(path, scores)
+        return scores
+
+
+def candidate_rows(
+    split: QASplit, scores: np.ndarray, temperature: float, run: dict[str, Any], k: int
+) -> pd.DataFrame:
+    """An RQA system's top-``k`` candidate rows of one split, in the results contract's columns.
+
+    Args:
+        split: The questions and their pool.
+        scores: Its (questions x pool) score matrix.
+        temperature: The system's fitted temperature: ``p_rqa`` is the softmax over the whole pool.
+        run: The run columns every row carries (``protocol``, ``rqa``, ``reranker``, ``seed``).
+        k: Candidates per question.
+
+    Returns:
+        ``len(questions) * k`` rows, rank-major per question; P_phi columns NaN (no reranker).
+    """
+    probs = pool_softmax(scores.astype(np.float64), temperature)
+    idx = top_k(scores, k)
+    gold = split.gold_ids
+    n = len(split.questions)
+    frame = pd.DataFrame(
+        {
+            **{key: [value] * (n * k) for key, value in run.items()},
+            "domain": split.domain,
+            "split": split.split,
+            "question_id": np.repeat([q.question_id for q in split.questions], k),
+            "question": np.repeat(split.question_texts, k),
+            "passage_id": idx.ravel(),
+            "rqa_rank": np.tile(np.arange(1, k + 1), n),
+            "p_rqa": np.take_along_axis(probs, idx, axis=1).ravel(),
+            # float32, the dtype P_phi is stored in: tables of both stages concatenate cleanly
+            **{c: np.full(n * k, np.nan, dtype=np.float32) for c in RATING_COLUMNS},
+            "is_gold": (idx == gold[:, None]).ravel(),
+        }
+    )
+    return frame[CANDIDATE_COLUMNS]

@@ -38,10 +38,7 @@ from fqa_analysis.core.candidates import NO_RERANKER, RATING_COLUMNS, validate_c
 from fqa_analysis.core.results import load_table
 from fqa_analysis.models.reranker import CACHE_VERSION, PairStates, encode_pairs, pair_id
 from fqa_analysis.models.reranker_data import FeedbackExperiment, feedback_experiments
-from fqa_analysis.models.retrieval import FineTuneConfig, HybridSystem, RQASystem, make_system
-from fqa_analysis.profiling import stage
-from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
-from fqa_analysis.stages.rerank import (
+from fqa_analysis.models.reranker_variants import (
     VARIANTS,
     RerankInputs,
     RerankRunConfig,
@@ -53,7 +50,16 @@ from fqa_analysis.stages.rerank import (
     train_or_load,
     variant_examples,
 )
-from fqa_analysis.stages.rqa import _candidate_rows, _ScoreCache, _subset
+from fqa_analysis.models.retrieval import (
+    FineTuneConfig,
+    HybridSystem,
+    RQASystem,
+    ScoreCache,
+    candidate_rows,
+    make_system,
+)
+from fqa_analysis.profiling import stage
+from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 
 __all__ = ["BeyondRunConfig", "run_beyond"]
 
@@ -259,14 +265,14 @@ def _deep_rqa_rows(
     temperatures = load_table(out_dir, "rqa_temperatures.parquet").set_index("rqa")["temperature"]
     protocol = data.training_protocol(data_dir)
     splits = {
-        (d, s): _subset(data.load_qa_split(data_dir, d, s), subset)
+        (d, s): data.load_qa_split(data_dir, d, s).first(subset)
         for d in data.DOMAINS
         for s in data.qa_splits(d)
     }
     train = [splits[(d, "train")] for d in data.DOMAINS]
     valid = [splits[(d, "valid")] for d in data.DOMAINS]
     tests = [splits[(d, s)] for d in data.FEEDBACK_DOMAINS for s in data.test_splits(d)]
-    scores_cache = _ScoreCache(cache_root)
+    scores_cache = ScoreCache(cache_root)
     frames = []
     for name in systems:
         system = _restored_system(name, entry, train, valid, cache_root)
@@ -274,7 +280,7 @@ def _deep_rqa_rows(
         run = {"protocol": protocol, "rqa": name, "reranker": NO_RERANKER, "seed": seed}
         for split in tests:
             scores = scores_cache.get(system, split.question_texts, split.passage_texts)
-            rows = _candidate_rows(split, scores, float(temperatures[name]), run, depth)
+            rows = candidate_rows(split, scores, float(temperatures[name]), run, depth)
             untempered = pool_softmax(scores.astype(np.float64), 1.0)
             rows["p_rqa_t1"] = untempered[np.arange(len(split.questions)).repeat(depth), rows["passage_id"]]
             frames.append(rows)
@@ -328,7 +334,7 @@ def _test_pools(
 ) -> dict[tuple[str, str], data.QASplit]:
     """The test splits that ``rows`` come from (their pools name the passages)."""
     pairs = rows[["domain", "split"]].drop_duplicates().itertuples(index=False)
-    return {(d, s): _subset(data.load_qa_split(data_dir, d, s), subset) for d, s in pairs}
+    return {(d, s): data.load_qa_split(data_dir, d, s).first(subset) for d, s in pairs}
 
 
 def _check_against_candidates(deep: pd.DataFrame, candidates: pd.DataFrame, out_dir: Path) -> None:

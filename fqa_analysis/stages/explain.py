@@ -50,14 +50,12 @@ from fqa_analysis.models.explainer import (
     explanation_examples,
     train_generator,
 )
+from fqa_analysis.models.explanation_scoring import Embedder, rating_classifier
 from fqa_analysis.models.reranker_data import feedback_item_sets
-from fqa_analysis.models.retrieval import DenseConfig, DenseSystem
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 
-__all__ = ["Embedder", "ExplainRunConfig", "rating_classifier", "run_explain", "training_seconds"]
-
-EMBED_MAX_LEN = 64  # explanations are one or two sentences
+__all__ = ["ExplainRunConfig", "run_explain", "training_seconds"]
 
 
 @dataclass(frozen=True)
@@ -77,35 +75,6 @@ class ExplainRunConfig:
     rating_reranker: str = "feedback_kl"
     subset: int | None = None
     holdout: float = 0.2
-
-
-class Embedder:
-    """MiniLM embeddings of explanation texts and the cosine helpers built on them."""
-
-    def __init__(self) -> None:
-        self.encoder = DenseSystem(DenseConfig())
-
-    def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length embeddings of explanation texts (64 tokens; cached by content)."""
-        return self.encoder.encode(list(texts), EMBED_MAX_LEN, "explanations")
-
-    def max_cosine(self, candidate: str, references: Sequence[str]) -> float:
-        """The best cosine of ``candidate`` to any reference."""
-        vecs = self.vectors([candidate, *references])
-        return float(np.max(vecs[1:] @ vecs[0]))
-
-
-def rating_classifier(embedder: Embedder, fit: Sequence[ExplanationExample]) -> Any:
-    """The consistency classifier: logistic regression from an explanation's embedding to its rating.
-
-    Trained on human training explanations only; it labels any explanation with one of the four
-    ratings (class index into ``LABELS``).
-    """
-    from sklearn.linear_model import LogisticRegression
-
-    x = embedder.vectors([e.explanation for e in fit])
-    y = np.array([LABELS.index(e.rating) for e in fit])
-    return LogisticRegression(max_iter=2000, C=1.0).fit(x, y)
 
 
 def _predicted_ratings(out_dir: Path, items: Sequence[data.FeedbackItem], reranker: str) -> list[str]:

@@ -44,12 +44,17 @@ from fqa_analysis.models.explain_rate import (
     train_explain_rate,
 )
 from fqa_analysis.models.explainer import explanation_examples
+from fqa_analysis.models.explanation_scoring import Embedder, rating_classifier
 from fqa_analysis.models.reranker import pair_id
 from fqa_analysis.models.reranker_data import feedback_item_sets
+from fqa_analysis.models.reranker_variants import (
+    RerankRunConfig,
+    candidate_texts,
+    relevance_model,
+    stored_probabilities,
+)
 from fqa_analysis.profiling import stage
-from fqa_analysis.stages.explain import Embedder, rating_classifier
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
-from fqa_analysis.stages.rerank import RerankRunConfig, candidate_texts, relevance_model, stored_probabilities
 
 __all__ = ["RERANKER", "ExplainRateRunConfig", "output_name", "reranker_name", "run_explain_rate"]
 

@@ -27,15 +27,7 @@ from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_parquet, default_cache_root
 from fqa_analysis.core.candidates import RATING_COLUMNS
 from fqa_analysis.models.reranker import CACHE_VERSION, encode_pairs, pair_id
-from fqa_analysis.profiling import stage
-from fqa_analysis.stages.manifest import (
-    add_compute_times,
-    manifest_entry,
-    model_training_compute,
-    provenance,
-    update_manifest,
-)
-from fqa_analysis.stages.rerank import (
+from fqa_analysis.models.reranker_variants import (
     RerankRunConfig,
     is_held_out,
     pseudo_pairs,
@@ -44,6 +36,14 @@ from fqa_analysis.stages.rerank import (
     score_cached,
     stored_probabilities,
     train_relevance,
+)
+from fqa_analysis.profiling import stage
+from fqa_analysis.stages.manifest import (
+    add_compute_times,
+    manifest_entry,
+    model_training_compute,
+    provenance,
+    update_manifest,
 )
 
 __all__ = ["RECIPES", "Recipe", "RelevanceRunConfig", "eval_candidates", "run_relevance"]

@@ -17,7 +17,7 @@ version), so a second run, or a run resumed after an interruption, recomputes no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,7 @@ import pandas as pd
 
 from fqa_analysis import data
 from fqa_analysis.cache import (
-    atomic_write_npy,
     atomic_write_parquet,
-    content_key,
     default_cache_root,
     file_sha256,
 )
@@ -41,15 +39,20 @@ from fqa_analysis.core.calibration import (
     top_k,
 )
 from fqa_analysis.core.candidates import (
-    CANDIDATE_COLUMNS,
     NO_RERANKER,
-    QUESTION_KEYS,
-    RATING_COLUMNS,
-    validate_candidates,
 )
-from fqa_analysis.models.retrieval import CACHE_VERSION, SYSTEMS, FineTuneConfig, RQASystem, make_system
+from fqa_analysis.models.retrieval import (
+    CACHE_VERSION,
+    SYSTEMS,
+    FineTuneConfig,
+    RQASystem,
+    ScoreCache,
+    candidate_rows,
+    make_system,
+)
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
+from fqa_analysis.stages.outputs import write_candidates
 
 __all__ = ["RQARunConfig", "run_rqa"]
 
@@ -75,59 +78,6 @@ class RQARunConfig:
     finetune: FineTuneConfig = field(default_factory=FineTuneConfig)
 
 
-def _subset(split: data.QASplit, n: int | None) -> data.QASplit:
-    return split if n is None else replace(split, questions=split.questions[:n])
-
-
-class _ScoreCache:
-    """Score matrices on disk, keyed by system fingerprint and pool/question content."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.misses = 0
-
-    def all_cached(self) -> bool:
-        """Whether every request since the last call was served from disk; resets the count."""
-        cached, self.misses = self.misses == 0, 0
-        return cached
-
-    def get(self, system: RQASystem, questions: Sequence[str], passages: Sequence[str]) -> np.ndarray:
-        key = content_key(CACHE_VERSION, system.fingerprint(), list(questions), list(passages))
-        path = self.root / "scores" / system.name / f"{key}.npy"
-        if path.exists():
-            cached: np.ndarray = np.load(path)
-            return cached
-        self.misses += 1
-        scores = system.score(questions, passages).astype(np.float32)
-        atomic_write_npy(path, scores)
-        return scores
-
-
-def _candidate_rows(
-    split: data.QASplit, scores: np.ndarray, temperature: float, run: dict[str, Any], k: int
-) -> pd.DataFrame:
-    probs = pool_softmax(scores.astype(np.float64), temperature)
-    idx = top_k(scores, k)
-    gold = split.gold_ids
-    n = len(split.questions)
-    frame = pd.DataFrame(
-        {
-            **{key: [value] * (n * k) for key, value in run.items()},
-            "domain": split.domain,
-            "split": split.split,
-            "question_id": np.repeat([q.question_id for q in split.questions], k),
-            "question": np.repeat(split.question_texts, k),
-            "passage_id": idx.ravel(),
-            "rqa_rank": np.tile(np.arange(1, k + 1), n),
-            "p_rqa": np.take_along_axis(probs, idx, axis=1).ravel(),
-            # float32, the dtype P_phi is stored in: tables of both stages concatenate cleanly
-            **{c: np.full(n * k, np.nan, dtype=np.float32) for c in RATING_COLUMNS},
-            "is_gold": (idx == gold[:, None]).ravel(),
-        }
-    )
-    return frame[CANDIDATE_COLUMNS]
-
-
 def _confidence_summary(
     blocks: Sequence[np.ndarray], golds: Sequence[np.ndarray], temperature: float, tag: str
 ) -> dict[str, float]:
@@ -143,20 +93,6 @@ def _confidence_summary(
         f"valid_top1_p_{tag}": float(conf.mean()),
         f"valid_ece_{tag}": expected_calibration_error(conf, hit),
     }
-
-
-def write_candidates(out_dir: Path, table: pd.DataFrame) -> None:
-    """Check the whole table against the contract, sort it question-major, write it atomically.
-
-    Question-major order (question, RQA system, rank, then reranker and seed) puts the 16 runs of
-    one candidate next to each other, so the columns they share (question, passage, P_theta)
-    compress to almost nothing: it halves the file. Readers must not rely on row order.
-    """
-    path = out_dir / "candidates.parquet"
-    validate_candidates(table, path)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    order = ["protocol", *QUESTION_KEYS, "rqa", "rqa_rank", "reranker", "seed"]
-    atomic_write_parquet(path, table.sort_values(order, ignore_index=True, kind="stable"))
 
 
 def _merge_rows(path: Path, new: pd.DataFrame, owned: pd.DataFrame) -> pd.DataFrame:
@@ -185,7 +121,7 @@ def run_rqa(
     from_cache: dict[str, bool] = {}
     with stage(timings, "load_data"):
         splits = {
-            (d, s): _subset(data.load_qa_split(data_dir, d, s), config.subset)
+            (d, s): data.load_qa_split(data_dir, d, s).first(config.subset)
             for d in data.DOMAINS
             for s in data.qa_splits(d)
         }
@@ -193,7 +129,7 @@ def run_rqa(
     valid = [splits[(d, "valid")] for d in data.DOMAINS]
     tests = [splits[(d, s)] for d in data.DOMAINS for s in data.test_splits(d)]
     inputs = {str(s.path.relative_to(data_dir)): file_sha256(s.path) for s in splits.values()}
-    scores_cache = _ScoreCache(cache_root)
+    scores_cache = ScoreCache(cache_root)
     candidate_frames, rank_frames, temp_rows, systems_record = [], [], [], {}
     for name in config.systems:
         system = make_system(name, config.finetune)
@@ -227,7 +163,7 @@ def run_rqa(
             for split in tests:
                 sc = scores_cache.get(system, split.question_texts, split.passage_texts)
                 test_scores[(split.domain, split.split)] = sc
-                candidate_frames.append(_candidate_rows(split, sc, fit.temperature, run, config.k))
+                candidate_frames.append(candidate_rows(split, sc, fit.temperature, run, config.k))
             from_cache[f"{name}/test"] = scores_cache.all_cached()
         with stage(timings, f"{name}/pooled"):
             rank_frames.append(_ranks(system, tests, test_scores, scores_cache, name, protocol, seed))
@@ -262,7 +198,7 @@ def _ranks(
     system: RQASystem,
     tests: Sequence[data.QASplit],
     test_scores: dict[tuple[str, str], np.ndarray],
-    scores_cache: _ScoreCache,
+    scores_cache: ScoreCache,
     name: str,
     protocol: str,
     seed: int,
