@@ -240,3 +240,28 @@ def test_candidate_texts_are_the_rqa_systems_own_candidates_passages(tiny_data: 
     assert "Answer number 2 of WHO." in texts[1] and "Answer number 0 of WHO." in texts[2]
     with pytest.raises(ValueError, match=r"no rows of RQA system\(s\) \['z'\].*run `fqa run rqa`"):
         candidate_texts(tiny_data, own, ["z"], ["WHO"])
+
+
+def test_one_epoch_of_fine_tuning_is_kept_without_a_validation_pass(
+    tiny_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One epoch leaves nothing to select: the model is kept and the valid sets are never encoded."""
+    from fqa_analysis import data
+    from fqa_analysis.models import retrieval
+    from fqa_analysis.models.retrieval import FineTuneConfig, FineTunedSystem
+
+    scored: list[int] = []
+    real_score = retrieval.DenseSystem.score
+
+    def counting_score(self: retrieval.DenseSystem, questions: list[str], passages: list[str]) -> np.ndarray:
+        scored.append(len(questions))
+        return real_score(self, questions, passages)
+
+    monkeypatch.setattr(retrieval.DenseSystem, "score", counting_score)
+    train = [data.load_qa_split(tiny_data, d, "train") for d in ("WHO", "UK")]
+    valid = [data.load_qa_split(tiny_data, d, "valid") for d in ("WHO", "UK")]
+    system = FineTunedSystem(FineTuneConfig(epochs=1, batch_size=2, max_steps=1))
+    history = system.fit(train, valid, tmp_path)
+    assert scored == []  # no validation pass
+    assert history["best_epoch"] == 1 and history["epochs"][0]["valid_acc1"] is None
+    assert (tmp_path / "minilm_ft" / system._fit_key / "best" / "config.json").exists()

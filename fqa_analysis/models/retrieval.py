@@ -271,7 +271,7 @@ def domain_batches(
 
 @dataclass
 class _History:
-    epochs: list[dict[str, float]] = field(default_factory=list)
+    epochs: list[dict[str, float | None]] = field(default_factory=list)
     best_epoch: int = -1
     best_valid_acc: float = -1.0
 
@@ -390,13 +390,19 @@ def _train(
             losses.append(float(loss.detach()))
             bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
         model.eval()
-        # A private memo: the weights change every epoch under the same (zero-shot) folder name,
-        # so the shared memo would serve stale or wrong embeddings.
-        probe = DenseSystem(system.config, memo={})
-        probe._model, probe._tokenizer = model, tokenizer
-        acc = top1_accuracy(
-            [probe.score(s.question_texts, s.passage_texts) for s in valid], [s.gold_ids for s in valid]
-        )
+        if cfg.epochs > 1:
+            # A private memo: the weights change every epoch under the same (zero-shot) folder
+            # name, so the shared memo would serve stale or wrong embeddings.
+            probe = DenseSystem(system.config, memo={})
+            probe._model, probe._tokenizer = model, tokenizer
+            acc: float | None = top1_accuracy(
+                [probe.score(s.question_texts, s.passage_texts) for s in valid], [s.gold_ids for s in valid]
+            )
+        else:
+            # One epoch leaves nothing to select, and validating it would encode every pool
+            # passage with the very model the caller scores the valid sets with next (the rqa
+            # stage's valid pass reports its accuracy): about a minute of a smoke run.
+            acc = None
         record = {
             "epoch": epoch + 1,
             "steps": step,
@@ -406,8 +412,10 @@ def _train(
         }
         hist.epochs.append(record)
         tqdm.write(f"epoch {epoch + 1}: {json.dumps(record)}")
-        if acc > hist.best_valid_acc:
-            hist.best_valid_acc, hist.best_epoch = acc, epoch + 1
+        if acc is None or acc > hist.best_valid_acc:
+            hist.best_epoch = epoch + 1
+            if acc is not None:
+                hist.best_valid_acc = acc
             tmp = folder / "best.tmp"
             model.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
