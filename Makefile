@@ -59,9 +59,11 @@ unit: $(STAMP)
 smoke: data
 	$(BIN)/python -m pytest -o addopts=-q -p no:cacheprovider tests_smoke
 
+# Two workers (pytest-xdist), each running whole notebooks (--dist loadscope keeps a notebook's
+# cells in one kernel, in order): the notebooks are single-threaded, so this halves the step.
 nbval: data
 	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		-o addopts=-q book/
+		-o addopts=-q -n 2 --dist loadscope book/
 
 # The notebooks' sources are the jupytext files book/*.py (py:percent), paired with book/*.ipynb.
 # Format the sources, sync them into the notebooks, re-execute and store the outputs (commit both:
