@@ -77,9 +77,14 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, flo
         ",".join(RECIPES),
     ]
     assert main([*relevance, "--out", str(out), "--cache-dir", str(cache)]) == 0
-    explain = ["run", "explain", "--subset", str(SUBSET), "--explain-epochs", "1", "--max-steps", "2"]
+    # one sampled candidate besides the greedy one: the chooser's path, two decodings a row, not five
+    explain = [
+        *["run", "explain", "--subset", str(SUBSET), "--explain-epochs", "1", "--max-steps", "2"],
+        *["--explain-candidates", "1"],
+    ]
     assert main([*explain, "--out", str(out), "--cache-dir", str(cache)]) == 0
-    beyond = ["beyond" if a == "rerank" else a for a in rerank]
+    # two learning-curve points: one trained, and fraction 1 read from the rerank stage's model
+    beyond = [*("beyond" if a == "rerank" else a for a in rerank), "--fractions", "0.5,1"]
     assert main(beyond) == 0
     explain_rate = [
         "run",
