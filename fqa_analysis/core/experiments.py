@@ -51,8 +51,8 @@ def experiment_candidates(
 def item_outcomes(per_item: pd.DataFrame) -> pd.DataFrame:
     """Per-item rating scores keyed like questions (``split = "feedback_test"``, ``question_id = item_id``).
 
-    So :func:`~fqa_analysis.core.compare.compare` and :func:`accuracy_by` work on feedback_test
-    items unchanged.
+    So :func:`~fqa_analysis.core.compare.compare` and :func:`~fqa_analysis.core.compare.accuracy_by`
+    work on feedback_test items unchanged.
     """
     return per_item.rename(columns={"item_id": "question_id"}).assign(split="feedback_test")
 

@@ -441,8 +441,8 @@ def train_or_load(
     ``states`` may be a function that encodes them: it is called only when the model must train.
 
     The key covers the code version, the model settings, ``name``, the seed, every training
-    and selection example, the model it continues from (``init``: that model's cache folder,
-    itself a content key, and its weights) and the listwise ``groups`` (see
+    and selection example, the model it continues from (``init``: that model's cache folder
+    name, itself a content key) and the listwise ``groups`` (see
     :func:`train_reranker`), so two runs that train on the same data share one model.
 
     Returns:

@@ -9,6 +9,10 @@ Systems:
       domains with in-batch negatives (the paper's RQA recipe: every batch drawn from one
       domain, no gold passage twice in a batch), the epoch kept by accuracy@1 on the QA valid
       sets.
+    * ``hybrid``: late fusion of ``minilm_ft`` and ``bm25`` (:class:`HybridSystem`).
+
+Also :class:`ScoreCache` (score matrices on disk, keyed by content) and :func:`candidate_rows` (an
+RQA system's top-k rows in the results contract), shared by the rqa and beyond stages.
 
 This module loads models; the core (``scoring``, ``metrics``, ``stats``) never imports it.
 """

@@ -11,6 +11,7 @@ Outputs (in ``results/``):
   against the other two (the human ceiling), one row per (item, annotator);
 * ``explanations_top1.parquet``: for the best reranked system, each feedback-domain test
   question's answer, its predicted rating and every explainer's explanation;
+* ``explanation_levers.parquet``: the generator's decoding levers on held-out explanations;
 * ``manifest.json``: stage ``explain`` with the generator's history, wall time and memory.
 
 Consistency: a logistic-regression rating classifier on MiniLM embeddings of explanation text,

@@ -3,11 +3,12 @@
 The relevance model (the ``vanilla`` reranker, which every feedback-trained reranker continues
 from) is trained on QA data alone. Its recipe (loss, negatives per question and their source, the
 QA-train domains, epochs) is chosen here by measurement, never on a test file: every recipe trains
-seed 0 on the QA-train questions outside the held-out tenth (:func:`.rerank.is_held_out`) and
-rescores the held-out questions of the four feedback domains: the gold passage and the
-``eval_depth - 1`` best non-gold passages of zero-shot MiniLM's ranking (the same candidates for
-every recipe). A recipe's seed-0 model has the content key of the rerank stage's ``vanilla`` seed 0
-under that recipe, so the chosen recipe's model is trained once for both stages.
+seed 0 on the QA-train questions outside the held-out tenth
+(:func:`~fqa_analysis.models.reranker_variants.is_held_out`) and rescores the held-out questions of
+the four feedback domains: the gold passage and the ``eval_depth - 1`` best non-gold passages of
+zero-shot MiniLM's ranking (the same candidates for every recipe). A recipe's seed-0 model has the
+content key of the rerank stage's ``vanilla`` seed 0 under that recipe, so the chosen recipe's
+model is trained once for both stages.
 
 Outputs (in ``results/``): ``relevance_recipes.parquet``, one row per (recipe, held-out question,
 candidate) with ``p_*`` and ``is_gold`` (the book computes AUC and accuracy alone from it with
@@ -51,7 +52,10 @@ __all__ = ["RECIPES", "Recipe", "RelevanceRunConfig", "eval_candidates", "run_re
 
 @dataclass(frozen=True)
 class Recipe:
-    """One way to train the relevance model (the fields of :class:`.rerank.RerankRunConfig` it sets)."""
+    """One way to train the relevance model.
+
+    Its fields are those of :class:`~fqa_analysis.models.reranker_variants.RerankRunConfig` it sets.
+    """
 
     loss: str
     negatives: int
@@ -75,7 +79,7 @@ class Recipe:
 #: ``pointwise_1neg_feedback``: the loss (listwise, with one negative a pairwise term), negatives
 #: per question, the QA-train domains (the feedback domains' 4,407 questions, or Quebec's 5,060
 #: too), the negatives' source, epochs. The rerank stage's default
-#: (:class:`.rerank.RerankRunConfig`) is ``listwise_3neg_all``, measured first.
+#: (:class:`~fqa_analysis.models.reranker_variants.RerankRunConfig`) is ``listwise_3neg_all``, measured first.
 RECIPES: dict[str, Recipe] = {
     "listwise_3neg_all": Recipe("listwise", 3, data.DOMAINS),
     "pointwise_1neg_feedback": Recipe("pointwise", 1, data.FEEDBACK_DOMAINS),
