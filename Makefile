@@ -14,9 +14,11 @@ export PYTHONHASHSEED := 0
 
 .PHONY: book test test-book venv data lint unit smoke nbval notebooks screenshot clean
 
+BOOK_BUILD = $(BIN)/jupyter-book build . --all -W -n --keep-going
+
 book: data
 	rm -rf _build/html
-	$(BIN)/jupyter-book build . --all -W -n --keep-going
+	$(BOOK_BUILD)
 	@echo "book: $(CURDIR)/_build/html/index.html"
 
 test: lint unit smoke nbval test-book
@@ -31,7 +33,7 @@ test-book: data
 	mkdir -p _build
 	sed 's/^  execute_notebooks: force$$/  execute_notebooks: "off"/' _config.yml > $(TEST_CONFIG)
 	grep -q '^  execute_notebooks: "off"$$' $(TEST_CONFIG)
-	$(BIN)/jupyter-book build . --all -W -n --keep-going --config $(TEST_CONFIG)
+	$(BOOK_BUILD) --config $(TEST_CONFIG)
 	@echo "book (stored outputs): $(CURDIR)/_build/html/index.html"
 
 $(STAMP): requirements.txt pyproject.toml
