@@ -25,7 +25,7 @@ from fqa_analysis.errors import DataError
 from fqa_analysis.models.explain_rate import FORMS as EXPLAIN_RATE_FORMS
 from fqa_analysis.models.explain_rate import ExplainRateConfig
 from fqa_analysis.models.explainer import DecodeConfig, GeneratorConfig
-from fqa_analysis.models.reranker import DEVICES, RerankConfig, bf16_supported, resolve_device
+from fqa_analysis.models.reranker import DEVICES, RerankConfig, resolve_device, uses_bf16
 from fqa_analysis.models.reranker_variants import (
     NEGATIVE_SOURCES,
     RELEVANCE_LOSSES,
@@ -425,7 +425,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         max_len=args.max_len or defaults.max_len,
         max_steps=args.max_steps,
         device=device,
-        bf16=bf16_supported(device),
+        bf16=uses_bf16(device),
     )
     seeds = args.seeds or RerankRunConfig.seeds
     rerank = RerankRunConfig(
@@ -484,7 +484,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     epochs=args.explain_rate_epochs or ExplainRateConfig.epochs,
                     max_steps=args.max_steps,
                     device=device,
-                    bf16=bf16_supported(device),
+                    bf16=uses_bf16(device),
                     head_reads=head_reads,
                     head_input=head_input,
                 ),

@@ -11,7 +11,7 @@ import pytest
 
 from fqa_analysis import data
 from fqa_analysis.core.reranking import recipe_comparison, recipe_outcomes, recipe_table
-from fqa_analysis.models.reranker import bf16_supported
+from fqa_analysis.models.reranker import RerankConfig, uses_bf16
 from fqa_analysis.models.reranker_data import RatedPair, question_groups
 from fqa_analysis.models.reranker_variants import VARIANTS, RerankRunConfig, is_held_out
 from fqa_analysis.stages.manifest import _git_commit
@@ -92,12 +92,10 @@ def test_listwise_loss_is_the_groups_mean_cross_entropy() -> None:
     assert float(listwise_loss(lp, [3, 1])) == pytest.approx(-np.log(0.2), rel=1e-5)
 
 
-def test_bf16_only_where_the_cpu_has_it(tmp_path: Path) -> None:
-    with_flag = tmp_path / "cpuinfo"
-    with_flag.write_text("processor : 0\nflags : fpu sse avx512f avx512_bf16\n")
-    without = tmp_path / "cpuinfo2"
-    without.write_text("processor : 0\nflags : fpu sse avx2 avx512f\n")
-    assert bf16_supported("cpu", with_flag) and not bf16_supported("cpu", without)
+def test_bf16_on_cuda_only_never_on_a_cpu() -> None:
+    # one precision per device kind: a CPU's flags never change the numbers or the cache keys
+    assert uses_bf16("cuda") and not uses_bf16("cpu")
+    assert RerankConfig().bf16 is False
 
 
 def test_every_feedback_variant_starts_from_relevance_or_is_a_scratch_row() -> None:

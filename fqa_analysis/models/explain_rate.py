@@ -52,7 +52,7 @@ from fqa_analysis.cache import OMIT_AT_DEFAULT, atomic_write_json, config_key, c
 from fqa_analysis.core.ratings import mean_kl, rating_distribution
 from fqa_analysis.data import FeedbackItem
 from fqa_analysis.models.explainer import encoder_inputs, new_encoder_decoder
-from fqa_analysis.models.reranker import N_CLASSES, bf16_autocast, bf16_supported
+from fqa_analysis.models.reranker import N_CLASSES, bf16_autocast
 from fqa_analysis.models.retrieval import minilm_path
 from fqa_analysis.profiling import peak_rss_mb
 
@@ -98,7 +98,8 @@ class ExplainRateConfig:
     #: Length of a generated explanation at inference (greedy, no 3-gram repeated).
     max_new_tokens: int = 24
     threads: int = 2
-    bf16: bool = field(default_factory=lambda: bf16_supported("cpu"))
+    #: bfloat16 autocast: on CUDA only (:func:`~fqa_analysis.models.reranker.uses_bf16`).
+    bf16: bool = False
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None
     #: ``cpu`` or ``cuda``; a model trained on another device is another model (its own cache key).

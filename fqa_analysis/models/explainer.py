@@ -26,7 +26,7 @@ import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from tqdm import tqdm
 from fqa_analysis.cache import atomic_write_json, content_key
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.data import FeedbackItem
-from fqa_analysis.models.reranker import bf16_autocast, bf16_supported
+from fqa_analysis.models.reranker import bf16_autocast
 from fqa_analysis.models.retrieval import DenseConfig, DenseSystem, minilm_path
 from fqa_analysis.profiling import peak_rss_mb
 
@@ -217,7 +217,8 @@ class GeneratorConfig:
     warmup: float = 0.1
     seed: int = 0
     threads: int = 2
-    bf16: bool = field(default_factory=lambda: bf16_supported("cpu"))
+    #: bfloat16 autocast: on CUDA only (:func:`~fqa_analysis.models.reranker.uses_bf16`).
+    bf16: bool = False
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None
 

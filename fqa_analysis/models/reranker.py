@@ -34,12 +34,12 @@ __all__ = [
     "PairStates",
     "RerankConfig",
     "bf16_autocast",
-    "bf16_supported",
     "encode_pairs",
     "listwise_loss",
     "predict",
     "resolve_device",
     "train_reranker",
+    "uses_bf16",
 ]
 
 #: Version of the trained rerankers and their predictions (4: full fine-tuning, warm starts).
@@ -51,29 +51,20 @@ N_CLASSES = 4
 CHUNK = 512
 
 
-#: CPU flags of native bfloat16 arithmetic (``/proc/cpuinfo``).
-BF16_CPU_FLAGS: tuple[str, ...] = ("avx512_bf16", "amx_bf16")
+def uses_bf16(device: str) -> bool:
+    """Whether a run on ``device`` uses bfloat16 autocast: on CUDA only, float32 on every CPU.
 
-
-def bf16_supported(device: str = "cpu", cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """Whether bfloat16 autocast speeds up ``device``: any CUDA GPU, a CPU with native bf16 only.
-
-    Why it matters: measured on an AMD EPYC without ``avx512_bf16`` (this project's CI machine),
-    one training step of MiniLM on 32 pairs of 128 tokens took 2.4 s in float32 and 58 s under
-    bfloat16 autocast (emulated); on a CPU with ``avx512_bf16`` autocast is about 2x faster.
+    Why one precision per device kind: a CPU with native bfloat16 (``avx512_bf16``) trains about
+    twice as fast under autocast, but then the same command gives other numbers and other cache
+    keys on a CPU without it (where emulated bf16 was 24x slower than float32). Everything the
+    CPU computes for ``results/`` is therefore float32, whatever its flags; bfloat16 is used only
+    for a whole stage run on a GPU.
 
     Example:
-        >>> bf16_supported("cuda"), bf16_supported("cpu", Path("/nonexistent"))
+        >>> uses_bf16("cuda"), uses_bf16("cpu")
         (True, False)
     """
-    if device == "cuda":
-        return True
-    try:
-        text = cpuinfo.read_text()
-    except OSError:
-        return False
-    flags = {f for line in text.splitlines() if line.startswith("flags") for f in line.split()}
-    return any(f in flags for f in BF16_CPU_FLAGS)
+    return device == "cuda"
 
 
 @dataclass(frozen=True)
@@ -93,8 +84,8 @@ class RerankConfig:
     #: benchmarks/reranker_probe.py measured no real gain from it).
     pooling: str = field(default="cls", metadata=OMIT_AT_DEFAULT)
     #: Run the transformer layers under bfloat16 autocast; master weights, the loss and the cached
-    #: states stay in float32 / fp16. Default: where it pays (:func:`bf16_supported`).
-    bf16: bool = field(default_factory=lambda: bf16_supported("cpu"))
+    #: states stay in float32 / fp16. On CUDA only (:func:`uses_bf16`): float32 on every CPU.
+    bf16: bool = False
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None
     #: ``cpu`` or ``cuda`` (resolve ``auto`` with :func:`resolve_device` first). bfloat16 autocast
