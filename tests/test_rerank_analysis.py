@@ -12,6 +12,7 @@ from fqa_analysis.core.reranking import (
     join_annotators,
     per_item_rating_scores,
     rating_quality_table,
+    rerank_targets,
     score_ablation,
     score_outcomes,
     seed_table,
@@ -201,3 +202,22 @@ def test_compare_family_holms_over_every_rqa_and_pair() -> None:
     assert cmp.family_size == 4 and "holm:4 (" in cmp.signature()
     with pytest.raises(ValueError, match=r"no reranker = \['z'\]"):
         compare_family(outcomes, [("z", "none")])
+
+
+def test_rerank_targets_measure_each_goal_and_leave_missing_runs_unmeasured() -> None:
+    quality = pd.DataFrame(
+        {
+            "reranker": ["kl", "kl", "comb"],
+            "seed": [0, 1, 0],
+            "auc": [0.82, 0.80, 0.85],
+            "alone": [0.55, 0.57, 0.61],
+        }
+    )
+    gains = pd.DataFrame({"delta": [0.011, 0.004], "p_holm": [0.03, 0.5]}, index=["comb", "kl"])
+    table = rerank_targets(quality, gains, pd.Series({"kl": 0.70}), 0.76, ["kl", "comb", "absent"], "kl")
+    # lowest seed-mean AUC: kl (0.82 + 0.80) / 2 = 0.81; KL margin 0.76 - 0.70 = 0.06;
+    # best alone comb 0.61; best gain comb +0.011 with Holm p 0.03
+    assert table["measured"].round(4).tolist() == [0.81, 0.06, 0.61, 0.011]
+    assert table["met"].tolist() == [True, True, True, True]
+    empty = rerank_targets(quality.iloc[:0], gains.iloc[:0], pd.Series(dtype=float), 0.76, ["kl"], "kl")
+    assert empty["met"].tolist() == [None, None, None, None]

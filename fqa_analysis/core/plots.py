@@ -21,6 +21,7 @@ __all__ = [
     "RATING_COLORS",
     "plot_agreement",
     "plot_explanation_lengths",
+    "plot_gains",
     "plot_grouped_bars",
     "plot_label_distribution",
     "plot_lines",
@@ -53,6 +54,9 @@ _SYSTEM_COLORS: dict[str, str] = {
     "feedback_ce_majority": "#999999",
     "vanilla": "#56B4E9",
     "combined": "#009E73",
+    "feedback_kl_scratch": "#E69F00",
+    "feedback_ce_annotator_scratch": "#F0A3D0",
+    "feedback_ce_majority_scratch": "#666666",
     "recall@k (ceiling)": "#000000",
 }
 _SPARE = ("#D55E00", "#CC79A7", "#0072B2", "#009E73", "#E69F00", "#56B4E9", "#000000")
@@ -273,3 +277,52 @@ def plot_lines(
     ax.set_ylabel(y)
     ax.legend(frameon=False, fontsize="small")
     return ax
+
+
+def plot_gains(
+    gains: pd.DataFrame,
+    paper: dict[str, float] | None = None,
+    scale: float = 100.0,
+    axes: Sequence[Axes] | None = None,
+) -> Sequence[Axes]:
+    """Each reranker's change over the RQA alone with its CI, one panel per RQA system.
+
+    Rerankers are rows (in the table's order), the change on the x axis with a line at 0; where
+    ``paper`` gives the paper's gain for a reranker, a hollow diamond marks it on the same row.
+
+    Args:
+        gains: Long table with ``rqa, reranker, delta, delta_ci_low, delta_ci_high`` (e.g. a
+            :class:`~fqa_analysis.core.compare.Comparison` table, reset).
+        paper: The paper's gain per reranker name, already in the plotted unit.
+        scale: Factor applied to ``delta`` and its CI (100: shares to points).
+        axes: One Axes per RQA system; new ones (a row of panels sharing the y axis) when None.
+
+    Returns:
+        The Axes, one per RQA system.
+    """
+    systems = list(dict.fromkeys(gains["rqa"]))
+    rerankers = list(dict.fromkeys(gains["reranker"]))
+    if axes is None:
+        _, created = plt.subplots(
+            1,
+            len(systems),
+            figsize=(3.2 * len(systems), 0.45 * len(rerankers) + 1.4),
+            sharey=True,
+            squeeze=False,
+        )
+        axes = list(created[0])
+    y = {r: len(rerankers) - 1 - i for i, r in enumerate(rerankers)}  # first reranker on top
+    for ax, rqa in zip(axes, systems, strict=True):
+        rows = gains[gains["rqa"] == rqa]
+        for r in rows.itertuples():
+            d, lo, hi = scale * r.delta, scale * r.delta_ci_low, scale * r.delta_ci_high
+            colour = system_color(str(r.reranker))
+            ax.errorbar(d, y[r.reranker], xerr=[[d - lo], [hi - d]], fmt="o", color=colour, capsize=3)
+        for name, gain in (paper or {}).items():
+            if name in y:
+                ax.plot(gain, y[name], marker="D", mfc="none", mec="black", linestyle="none")
+        ax.axvline(0.0, color="grey", linewidth=0.8)
+        ax.set_title(str(rqa))
+        ax.set_xlabel("change (points)")
+    axes[0].set_yticks(list(y.values()), list(y.keys()))
+    return axes

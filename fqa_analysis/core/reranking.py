@@ -13,6 +13,8 @@ and the tests check them on tiny hand-made tables.
 * :func:`score_ablation`: P(Excellent) against E[y]/3 for every (RQA, reranker), Holm over all.
 * :func:`rating_quality_table` / :func:`per_item_rating_scores`: how well each reranker's
   P_phi matches the three annotators of feedback_test, on all items and by agreement.
+* :func:`rerank_targets`: the project's targets for the rerankers (AUC, KL against a constant,
+  the reranker alone, the reranked gain), each measured value beside its goal.
 * :func:`recipe_outcomes` / :func:`recipe_table`: the relevance model's recipes on held-out
   QA-train questions (``relevance_recipes.parquet``): AUC, the gold picked alone, reciprocal rank.
 """
@@ -51,6 +53,7 @@ __all__ = [
     "recipe_comparison",
     "recipe_outcomes",
     "recipe_table",
+    "rerank_targets",
     "reranker_quality",
     "score_ablation",
     "score_outcomes",
@@ -554,3 +557,71 @@ def recipe_comparison(
         raise ValueError(
             f"the recipes scored different held-out questions ({err}); rerun `fqa run relevance` for all"
         ) from err
+
+
+def rerank_targets(
+    quality: pd.DataFrame,
+    gains: pd.DataFrame,
+    rating_kl: pd.Series,
+    constant_kl: float,
+    feedback: Sequence[str],
+    rating_model: str = "feedback_kl",
+) -> pd.DataFrame:
+    """The rerankers' targets, each measured value beside its goal (NaN where a run is missing).
+
+    1. every feedback-trained reranker in ``feedback`` separates the gold passage: the lowest of
+       their seed-mean AUCs >= 0.80;
+    2. ``rating_model``'s KL to the annotators is at least 0.05 nats below the best constant
+       predictor's (measured: constant KL minus its KL);
+    3. the best reranker alone (argmax P(Excellent), seed mean) picks the gold for >= 60%;
+    4. the best reranked system gains >= 1.0 point over the RQA alone, significant after Holm.
+
+    Args:
+        quality: :func:`reranker_quality` rows of one RQA system (``reranker, seed, auc, alone``).
+        gains: That RQA's rows of :func:`compare_to_baseline` (index ``reranker``; ``delta``,
+            ``p_holm``).
+        rating_kl: Mean KL(annotators || P_phi) on feedback_test per reranker.
+        constant_kl: The best constant predictor's KL on the same items.
+        feedback: The rerankers target 1 is about (those present are measured).
+        rating_model: The reranker target 2 is about.
+
+    Returns:
+        ``target, goal, measured, met`` (``met`` is None where nothing was measured), indexed 1..4.
+
+    Example:
+        >>> q = pd.DataFrame({"reranker": ["a", "a", "b"], "seed": [0, 1, 0],
+        ...                   "auc": [0.8, 0.9, 0.7], "alone": [0.5, 0.7, 0.4]})
+        >>> g = pd.DataFrame({"delta": [0.012, 0.02], "p_holm": [0.01, 0.2]}, index=["a", "b"])
+        >>> t = rerank_targets(q, g, pd.Series({"a": 0.6}), 0.7, ["a", "b"], rating_model="a")
+        >>> t["measured"].round(3).tolist(), t["met"].tolist()
+        ([0.7, 0.1, 0.6, 0.02], [False, True, True, False])
+    """
+    means = quality.groupby("reranker", sort=False)[["auc", "alone"]].mean()
+    present = [r for r in feedback if r in means.index]
+    lowest_auc = float(means.loc[present, "auc"].min()) if present else float("nan")
+    margin = constant_kl - float(rating_kl[rating_model]) if rating_model in rating_kl.index else float("nan")
+    best_alone = float(means["alone"].max()) if len(means) else float("nan")
+    if len(gains):
+        top = gains["delta"].astype(float).idxmax()
+        best_gain, best_p = float(gains.loc[top, "delta"]), float(gains.loc[top, "p_holm"])
+    else:
+        best_gain, best_p = float("nan"), float("nan")
+    rows = [
+        ("lowest AUC of the feedback rerankers", ">= 0.80", lowest_auc, lowest_auc >= 0.80),
+        (f"{rating_model}: constant's KL minus its KL (nats)", ">= 0.05", margin, margin >= 0.05),
+        ("best reranker alone (share of questions)", ">= 0.60", best_alone, best_alone >= 0.60),
+        (
+            "best reranked gain over the RQA alone (share), Holm p < 0.05",
+            ">= 0.010",
+            best_gain,
+            best_gain >= 0.01 and best_p < 0.05,
+        ),
+    ]
+    table = pd.DataFrame(
+        [
+            {"target": t, "goal": goal, "measured": value, "met": None if np.isnan(value) else bool(met)}
+            for t, goal, value, met in rows
+        ],
+        index=pd.RangeIndex(1, len(rows) + 1, name="target no."),
+    )
+    return table
