@@ -16,194 +16,220 @@
 # %% [markdown]
 # # Reranking with feedback
 #
-# Does feedback make the QA system more accurate? The RQA system's top-5 candidates are rescored with the paper's S = P_theta + P_phi(Excellent), where P_phi is a reranker trained on rated answers, and the highest S answers the question. One trained reranker rescores every RQA system (the paper's decoupling); it is never retrained per RQA. Overall = the four feedback domains' 1,992 test questions (Quebec has no feedback and is outside the overall, as in the paper).
-#
-# **Which rerankers these are.** The tables of this page come from the rerank stage as committed in `results/` (its configuration is in `results/manifest.json`): every reranker fine-tuned from MiniLM, `vanilla` with one pointwise negative. The code now defaults to rerankers that start from a relevance model (`vanilla` trained listwise on more QA data, the feedback rerankers continued from it, the from-MiniLM ones kept as `*_scratch`); so far only that relevance model's recipe is measured (section "The relevance model's recipe"), and the other tables await the rerun.
+# Does a reranker trained on user feedback make the QA system more accurate? The RQA system's top-5 candidates are rescored with the paper's S = P_theta + P_phi(Excellent), where P_phi is a reranker's rating distribution, and the highest S answers the question. One trained reranker rescores every RQA system (the paper's decoupling). Overall = the four feedback domains' test questions (Quebec has no feedback and is outside the overall, as in the paper).
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
-from fqa_analysis.core.plots import plot_grouped_bars
+from fqa_analysis.core.plots import plot_gains
+from fqa_analysis.core.ratings import item_ratings, rating_distribution
 from fqa_analysis.core.report import breakable, comparison_table, interval, mean_sd_table, paper_shape_table
 from fqa_analysis.core.reranking import (
     compare_family,
     compare_to_baseline,
+    constant_rating_quality,
+    join_annotators,
+    per_item_rating_scores,
     recipe_comparison,
     recipe_table,
+    rerank_targets,
     reranker_quality,
     score_outcomes,
     seed_table,
 )
 from fqa_analysis.core.results import (
     load_candidates,
-    load_frozen5_candidates,
     load_relevance_recipes,
     load_stage,
+    load_table,
     results_dir,
+    stage_cost,
 )
+from fqa_analysis.models.reranker_data import feedback_item_sets
+from fqa_analysis.models.reranker_variants import VARIANTS, planned_runs
 
 pd.set_option("display.max_columns", 20)
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
-frozen5 = load_frozen5_candidates(RESULTS)  # the earlier rerankers, 5 of 6 layers frozen
 stage = load_stage(RESULTS, "rerank")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
-RERANKERS = ["none", *stage["config"]["variants"]]
+present = set(candidates["reranker"]) - {"none"}
+RERANKERS = ["none", *[v for v in VARIANTS if v in present]]  # declaration order, what is there
 RESCORED = [s for s in SYSTEMS if s in set(candidates.loc[candidates["reranker"] != "none", "rqa"])]
+RQA = "hybrid" if "hybrid" in RESCORED else RESCORED[-1]  # the strongest RQA system here
+WARM = [v for v in RERANKERS[1:] if VARIANTS[v].start == "relevance"]
+SCRATCH = [v for v in RERANKERS[1:] if v.endswith("_scratch")]
+FEEDBACK = [v for v in RERANKERS[1:] if v != "vanilla"]
+seeds_of = candidates[candidates["reranker"] != "none"].groupby("reranker")["seed"].unique()
 outcomes = score_outcomes(candidates)  # S = P_theta + P(Excellent); RQA alone ranks by P_theta
 table = seed_table(outcomes)
 rescored = outcomes[outcomes["rqa"].isin(RESCORED)]
 micro = compare_to_baseline(rescored, average="micro", commit=stage["git_commit"])
 macro = compare_to_baseline(rescored, average="macro", commit=stage["git_commit"])
-quality = reranker_quality(candidates, "hybrid")
-quality_frozen = reranker_quality(frozen5, "hybrid")
-timings = pd.DataFrame(stage["timings"]).T
-compute_min = (timings["compute_s"] if "compute_s" in timings else timings["wall_s"]).sum() / 60
-relevance = load_stage(RESULTS, "relevance")  # the relevance model's recipes (fqa run relevance)
-EARLIER_RECIPE = "pointwise_1neg_feedback"  # the recipe of the rerankers in this chapter's tables
-recipe_rows = load_relevance_recipes(RESULTS)
-recipes = recipe_table(recipe_rows)
-recipe_cmp = recipe_comparison(recipe_rows, EARLIER_RECIPE, commit=relevance["git_commit"]).table
-recipe_info = relevance["recipes"]
-wanted = relevance["config"]["rerank"]  # the rerank stage's settings the recipes modify
-default_recipe = next(
-    (
-        r
-        for r, info in recipe_info.items()
-        if (info["loss"], info["negatives"], info["domains"], info["source"], info["epochs"])
-        == (
-            wanted["relevance_loss"],
-            wanted["pseudo_negatives"],
-            wanted["relevance_domains"],
-            wanted["negative_source"],
-            wanted["variant_epochs"]["vanilla"],
-        )
-    ),
-    None,
+quality = reranker_quality(candidates, RQA)
+compute_min, peak_gib = stage_cost(stage)
+n_overall = int(outcomes[(outcomes["reranker"] == "none") & (outcomes["rqa"] == RQA)].shape[0])
+
+# rating quality on feedback_test: KL(annotators || P_phi) per reranker, and the best constant's
+data_dir = data.resolve_data_dir(None)
+items = item_ratings(data.feedback_frame(data.available_feedback(data_dir, "test")))
+per_item = per_item_rating_scores(join_annotators(load_table(RESULTS, "rating_predictions.parquet"), items))
+rating_kl = per_item.groupby("reranker")["kl"].mean()
+fit_items, _ = feedback_item_sets(
+    stage["protocol"], data.available_feedback(data_dir, "train"), data.available_feedback(data_dir, "valid")
 )
+prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
+prior_kl = constant_rating_quality(prior, items)["kl"]
+
 PAPER_COLUMNS = {
     "none": "alone",
     "feedback_kl": "+ feedback",
     "vanilla": "+ vanilla",
     "combined": "+ combined",
 }
-PAPER_ROW = {
-    "none": PAPER_OVERALL_ACCURACY["rqa_alone"],
-    "feedback_kl": PAPER_OVERALL_ACCURACY["feedback_reranker"],
-    "vanilla": PAPER_OVERALL_ACCURACY["vanilla_reranker"],
-    "combined": PAPER_OVERALL_ACCURACY["combined_reranker"],
+PAPER_KEYS = {
+    "none": "rqa_alone",
+    "feedback_kl": "feedback_reranker",
+    "vanilla": "vanilla_reranker",
+    "combined": "combined_reranker",
 }
+PAPER_ROW = {k: PAPER_OVERALL_ACCURACY[v] for k, v in PAPER_KEYS.items()}
+PAPER_GAIN = {k: PAPER_ROW[k] - PAPER_ROW["none"] for k in PAPER_KEYS if k != "none"}
+FEEDBACK_PAIRS = [
+    (s, "vanilla") for s in ("combined", "feedback_kl") if s in present and "vanilla" in present
+]
+over_qa = compare_family(rescored, FEEDBACK_PAIRS, commit=stage["git_commit"]) if FEEDBACK_PAIRS else None
+targets = rerank_targets(
+    quality, micro.table.loc[RQA], rating_kl, prior_kl, [v for v in FEEDBACK if v not in SCRATCH]
+)
+
+
+def seeds_text(names):
+    """'seed 0' or 'seeds 0, 1, 2' per reranker, grouped where they agree."""
+    groups = {}
+    for name in names:
+        groups.setdefault(tuple(sorted(int(s) for s in seeds_of[name])), []).append(name)
+    return "; ".join(
+        f"{', '.join(f'`{n}`' for n in group)}: seed{'s' if len(s) > 1 else ''} {', '.join(map(str, s))}"
+        for s, group in groups.items()
+    )
+
+
+def ordered(comparison_table_rows):
+    """Rows of a per-(RQA, reranker) table in reading order: RQA systems weakest first, rerankers as declared."""
+    index = comparison_table_rows.index
+    keep = [(r, k) for r in RESCORED for k in RERANKERS[1:] if (r, k) in index]
+    return comparison_table_rows.reindex(keep)
+
+
+def change(row, digits=2):
+    """'+0.85 [−0.10, +1.80] points, Holm p 0.31' for one comparison row (shares in, points out)."""
+    return (
+        f"{100 * row['delta']:+.{digits}f} "
+        + interval(100 * row["delta_ci_low"], 100 * row["delta_ci_high"], digits)
+        + f" points, Holm p {row['p_holm']:.2g}"
+    )
 
 
 # %% [markdown]
 # ## Findings
 #
-# Computed from `results/` when the book is built (protocol, seeds and every number below come from the results folder):
-
+# Computed from `results/` when the book is built; the runs, seeds and protocol come from the results folder.
 
 # %% tags=["hide-input"]
-def line(rqa, system):
-    r = micro.table.loc[(rqa, system)]
-    return (
-        f"{system} {100 * r['mean']:.2f} ({100 * r['delta']:+.2f} "
-        f"[{100 * r['delta_ci_low']:+.2f}, {100 * r['delta_ci_high']:+.2f}], Holm p {r['p_holm']:.3g})"
-    )
-
-
-best_recipe = recipes["auc"].idxmax()
-FEEDBACK_PAIRS = [(s, "vanilla") for s in ("combined", "feedback_kl") if s in RERANKERS]
-# the paper's claim: feedback adds to QA data
-over_qa = compare_family(rescored, FEEDBACK_PAIRS, commit=stage["git_commit"])
-
-
-def added(system):
-    rows = over_qa.table.xs(system, level="reranker").reset_index()
-    sig = rows[rows["p_holm"] < 0.05]
-    better, worse = int((sig["delta"] > 0).sum()), int((sig["delta"] < 0).sum())
-    detail = "; ".join(f"{r.rqa} {100 * r.delta:+.2f}" for r in sig.itertuples())
-    hybrid = rows.set_index("rqa")["delta"].get("hybrid")
-    return (
-        f"{system} vs vanilla: significantly better (Holm p < 0.05) on {better} and significantly worse on "
-        f"{worse} of {len(rows)} RQA systems"
-        + (f" ({detail})" if detail else "")
-        + ("" if hybrid is None else f", hybrid {100 * hybrid:+.2f}")
-    )
-
-
-rated = micro.table.reset_index()
-best = rated.sort_values("mean", ascending=False).iloc[0]
-alone = micro.table.groupby(level="rqa", sort=False)["baseline_mean"].first()
-q = quality.groupby("reranker", sort=False)[["auc", "alone", "reranked"]].mean()
-qf = quality_frozen.groupby("reranker", sort=False)[["auc", "alone", "reranked"]].mean()
-top = q["alone"].idxmax()
+g = micro.table.loc[RQA]
+best = g["delta"].astype(float).idxmax()
+significant = g.loc[best, "p_holm"] < 0.05 and g.loc[best, "delta"] > 0
+rqa_alone = g["baseline_mean"].iloc[0]
 lines = [
-    f"Best reranked system (micro, seed mean): {best['rqa']} + {line(best['rqa'], best['reranker'])} "
-    f"against {best['rqa']} alone {100 * alone[best['rqa']]:.2f}; the paper's best is "
-    f"{PAPER_OVERALL_ACCURACY['combined_reranker']} (+3.22 over its RQA).",
-    f"On the hybrid RQA (alone {100 * alone['hybrid']:.2f}): "
-    + "; ".join(line("hybrid", s) for s in RERANKERS[1:])
-    + ".",
-    f"Significant changes over the RQA alone (Holm p < 0.05) in {(rated['p_holm'] < 0.05).sum()} of "
-    f"{len(rated)} (RQA, reranker) pairs: "
-    + (
-        "; ".join(f"{r.rqa} + {line(r.rqa, r.reranker)}" for r in rated[rated["p_holm"] < 0.05].itertuples())
-        or "none"
-    )
-    + ".",
-    "P(Excellent) tells the gold passage from the hybrid's other top-5 candidates with ROC AUC "
-    + ", ".join(f"{v} {a:.3f}" for v, a in q["auc"].items())
-    + f" (seed means; the frozen-layer rerankers: {qf['auc'].min():.3f}-{qf['auc'].max():.3f}).",
-    f"Alone (argmax P(Excellent) among the five), the best reranker, {top}, picks the gold passage for "
-    f"{100 * q.loc[top, 'alone']:.1f}% of the questions (frozen layers: {100 * qf['alone'].max():.1f}%; "
-    f"the hybrid RQA alone {100 * quality['rqa_alone'].iloc[0]:.1f}%, a random pick among the five "
-    f"{100 * quality['random_in_topk'].iloc[0]:.1f}%).",
-    "Does feedback add to QA data (the paper: Combined +1.99 over Vanilla, Feedback +0.61)? "
-    + "; ".join(added(sys_) for sys_, _ in FEEDBACK_PAIRS)
-    + f" (points; Holm over {over_qa.family_size}).",
-    f"The relevance model's recipe, measured on {relevance['eval_questions']} held-out QA-train questions "
-    f"(seed 0; gold vs zero-shot MiniLM's best four others): {EARLIER_RECIPE}, this chapter's "
-    f"rerankers' recipe, AUC {recipes.loc[EARLIER_RECIPE, 'auc']:.3f} and "
-    f"{100 * recipes.loc[EARLIER_RECIPE, 'alone']:.1f}% alone; the best by AUC of the {len(recipes)} "
-    f"measured, "
-    f"{best_recipe}, AUC "
-    f"{recipes.loc[best_recipe, 'auc']:.3f} and {100 * recipes.loc[best_recipe, 'alone']:.1f}% alone"
-    + (
-        ""
-        if best_recipe == EARLIER_RECIPE
-        else f" ({100 * recipe_cmp.loc[best_recipe, 'delta']:+.1f} points alone, Holm p "
-        f"{recipe_cmp.loc[best_recipe, 'p_holm']:.2g})"
-    )
-    + ". The rerank stage now defaults to "
-    f"{default_recipe or 'a recipe not in the table'} and warm-starts every feedback reranker from it; "
-    "the tables of this chapter still come from the earlier stage (see the section on the recipe).",
-    f"Protocol `{stage['protocol']}`, seeds {stage['config']['seeds']}. "
-    f"The stage cost {compute_min:.0f} minutes of compute on this 2-core CPU "
-    f"({len(stage['histories'])} models, {stage['scored_pairs']:,} distinct pairs scored per model).",
+    f"**The answer.** On the strongest RQA system here ({RQA}, {100 * rqa_alone:.2f}% alone), the best "
+    f"reranker, `{best}`, changes overall accuracy by {change(g.loc[best])}: "
+    + ("a significant gain" if significant else "not a significant change")
+    + f"; the paper's best reranker adds {PAPER_GAIN['combined']:+.2f} points on its own RQA."
 ]
+weak = [r for r in RESCORED if r != RQA]
+if weak:
+    wb = micro.table.loc[weak].reset_index().sort_values("delta", ascending=False).iloc[0]
+    lines.append(
+        f"On the weaker RQA systems the same rerankers help more: the largest change is {wb['rqa']} + "
+        f"`{wb['reranker']}`, {change(wb)}."
+    )
+if over_qa is not None:
+    for system, _ in FEEDBACK_PAIRS:
+        rows = over_qa.table.xs(system, level="reranker")
+        sig = rows[rows["p_holm"] < 0.05]
+        lines.append(
+            f"**Does feedback add to QA data?** `{system}` against `vanilla` (the relevance model, QA data "
+            f"only): on {RQA} {change(rows.loc[RQA])}; significantly better on {int((sig['delta'] > 0).sum())} "
+            f"and significantly worse on {int((sig['delta'] < 0).sum())} of {len(rows)} RQA systems (Holm "
+            f"over {over_qa.family_size}). The paper: {PAPER_GAIN[system] - PAPER_GAIN['vanilla']:+.2f}."
+        )
+auc = quality.groupby("reranker", sort=False)["auc"].mean()
+alone = quality.groupby("reranker", sort=False)["alone"].mean()
+warm_fb = [v for v in WARM if v in auc.index]
+if warm_fb:
+    lines.append(
+        f"**What the feedback rerankers learned.** Continued from the relevance model, they tell the gold "
+        f"passage from {RQA}'s other four candidates with AUC {auc[warm_fb].min():.3f}-{auc[warm_fb].max():.3f} "
+        f"and pick it alone for {100 * alone[warm_fb].min():.1f}-{100 * alone[warm_fb].max():.1f}% of the "
+        "questions"
+        + (
+            f"; trained from MiniLM instead (`*_scratch`, the paper's setup with a small model), "
+            f"AUC {auc[SCRATCH].min():.3f}-{auc[SCRATCH].max():.3f}"
+            if SCRATCH
+            else ""
+        )
+        + (f"; the relevance model itself {auc['vanilla']:.3f}." if "vanilla" in auc.index else ".")
+    )
+if "feedback_kl" in rating_kl.index:
+    lines.append(
+        f"On feedback_test, `feedback_kl`'s KL to the annotators' ratings is {rating_kl['feedback_kl']:.3f} "
+        f"nats, against {prior_kl:.3f} for always predicting the training feedback's average rating."
+    )
+met = targets["met"].dropna()
+lines.append(
+    f"**Targets** (the table below): {int(met.sum())} of {len(targets)} met"
+    + (f", {len(targets) - len(met)} not measured yet" if len(met) < len(targets) else "")
+    + "."
+)
+planned = stage.get("planned", [r for r in planned_runs() if r not in stage["histories"]])
+lines.append(
+    f"**Runs present** (protocol `{stage['protocol']}`): {seeds_text(RERANKERS[1:])}. Tables average the "
+    "seeds each reranker has; `vanilla` is one model shared by every seed. "
+    + (
+        f"Still planned: {', '.join(f'`{r}`' for r in planned)}."
+        if planned
+        else "Every planned run is present."
+    )
+)
+lines.append(
+    f"The stage cost {compute_min:.0f} minutes of compute on a 2-core CPU in float32 "
+    f"({len(stage['histories'])} models, peak memory {peak_gib:.1f} GiB)."
+)
 display(Markdown("\n".join(f"- {x}" for x in lines)))
 
 # %% [markdown]
 # ## The rerankers
 #
-# A cross-encoder over (question, passage text), warm-started from all-MiniLM-L6-v2 with a 4-way rating head (Bad, Could be improved, Acceptable, Excellent) on the [CLS] state; P_phi is its softmax. **All six transformer layers are trained** (only the token-embedding lookup stays as loaded), max 128 tokens of question + passage, batch 32, AdamW, lr 5e-5 with 10% linear warm-up, bfloat16 autocast, the epoch with the lowest KL to held-out ratings kept (two epochs for `feedback_kl` and `feedback_ce_majority`; one for `feedback_ce_annotator`, whose epoch holds two examples per item, and for `vanilla` and the continuation of `combined`). Five variants, three seeds each:
+# A cross-encoder over (question, passage text): all-MiniLM-L6-v2 with a 4-way rating head (Bad, Could be improved, Acceptable, Excellent) on the [CLS] state; P_phi is its softmax. All six transformer layers are trained, max 128 tokens of question + passage, batch 32, AdamW, lr 5e-5 with 10% linear warm-up, float32 on the CPU; the epoch with the lowest KL to held-out ratings is kept.
 #
-# | variant | training data | loss |
-# |---|---|---|
-# | `feedback_kl` | feedback | KL to the annotators' rating distribution (the paper's FeedbackReranker) |
-# | `feedback_ce_annotator` | feedback | cross-entropy, one example per annotator rating |
-# | `feedback_ce_majority` | feedback | cross-entropy on the majority label (ties to the lower rating) |
-# | `vanilla` | pseudo-ratings, no feedback | gold passage = Excellent, one hard negative = Bad |
-# | `combined` | pseudo-ratings + feedback | `vanilla` of the same seed, continued on the feedback (KL) |
+# **The relevance model (`vanilla`).** The paper fine-tunes a pretrained BART-large, and a practitioner would start from a pretrained relevance cross-encoder; MiniLM is a sentence-embedding network, and fine-tuned on the feedback alone it barely learns which passage answers a question (the `*_scratch` rows). So the starting point is trained here, on QA data only: every QA-train question of the five domains (Quebec's QA data included; its feedback does not exist), the gold passage rated Excellent and three passages drawn from zero-shot MiniLM's top 10 non-gold rated Bad (one negative source for every reranker, so none depends on the RQA it rescores), one epoch, a listwise loss (softmax over each question's gold and negatives of log P(Excellent)) added to the 4-way cross-entropy. One in ten QA-train questions is held out for checking the fit. It is one model (seed 0), shared by every seed of every variant that continues from it; it is also the paper's VanillaReranker row.
 #
-# **Pseudo-ratings (`vanilla`, `combined`).** All 4,407 QA-train questions of the four feedback domains; per question the gold passage is rated Excellent and one passage drawn at random from the top 10 non-gold of **zero-shot MiniLM** is rated Bad (one RQA for every variant, so no reranker depends on the RQA it rescores; the paper draws them from its own RQA). One epoch over 90% of the questions; the other 10% are held out to check the fit (their KL is in the training curves below). `combined` continues from the same seed's `vanilla` weights on the feedback plus as many replayed pseudo pairs, so that it keeps what it learned about relevance; the paper trains it on the union in one go.
+# | reranker | starts from | trains on | loss |
+# |---|---|---|---|
+# | `vanilla` | MiniLM | QA-train pseudo-ratings | KL + listwise |
+# | `feedback_kl` | the relevance model | feedback | KL to the annotators' rating distribution (the paper's FeedbackReranker) |
+# | `feedback_ce_annotator` | the relevance model | feedback | cross-entropy, one example per annotator rating |
+# | `feedback_ce_majority` | the relevance model | feedback | cross-entropy on the majority label (ties to the lower rating) |
+# | `combined` | the relevance model | feedback + as many replayed pseudo pairs | KL (the paper's CombinedReranker trains on the union in one go) |
+# | `*_scratch` | MiniLM, a fresh head | feedback | as the row without `_scratch` |
 #
-# **Feedback (protocol `available`).** The public release lacks feedback_train for Australia, CDC and UK, so the rerankers train on WHO's feedback_train and the four feedback_valid files, with 20% of their questions (grouped by question, stratified by domain, seed 0) held out for choosing the epoch. The paper trains on all four feedback_train files (several times as much feedback) and selects on feedback_valid; the `paper` protocol runs automatically when those files exist. The feedback_test files are never trained on.
-#
-# **Two losses that are one.** `feedback_ce_annotator` (one one-hot example per annotator) has the same expected gradient as KL to the annotators' distribution: the mean of the per-annotator cross-entropies *is* the cross-entropy to their distribution, which differs from KL by a constant. The two differ only in batch composition and noise, so the informative contrast of the loss ablation is KL against `feedback_ce_majority`.
+# **Feedback (protocol `available`).** The public release lacks feedback_train for Australia, CDC and UK, so the rerankers train on WHO's feedback_train and the four feedback_valid files, with 20% of their questions (grouped by question, stratified by domain, seed 0) held out for choosing the epoch; feedback_test is never trained on. The paper trains on all four feedback_train files and selects on feedback_valid; the `paper` protocol runs when those files exist. Epochs: two for `feedback_kl`, `feedback_ce_majority` and their scratch rows, one for the others (`feedback_ce_annotator`'s epoch holds one example per annotator, two per item).
 #
 # Training examples per source (to fit; held out for choosing the epoch):
 
@@ -213,13 +239,13 @@ pd.DataFrame(stage["training_pairs"], index=["fit", "select (epoch choice)"]).T.
 # %% [markdown]
 # ## The main table
 #
-# In the paper's shape: overall accuracy@1 in % (micro: each of the 1,992 questions of the four feedback domains weighs the same), mean ± sd over the three training seeds (the RQA alone has no seed); one row per RQA system, one column per reranker, and the paper's own row (BERT poly-encoder RQA, BERT rerankers) last. Every reranker rescores every RQA system's top 5 (the paper's decoupling: one trained model per variant and seed, never retrained per RQA; a pair that two systems share is scored once).
+# In the paper's shape: overall accuracy@1 in % (micro: each overall question weighs the same), the mean over the seeds each reranker has (± sd where it has more than one); one row per RQA system, one column per reranker the paper has, and the paper's own row (BERT poly-encoder RQA, BERT rerankers) last. An empty cell is a run not in `results/` yet.
 
 # %% tags=["hide-input"]
 paper_shape_table(table, RESCORED, PAPER_COLUMNS, paper=PAPER_ROW)
 
 # %% [markdown]
-# Per feedback domain, with both overall averages (macro: the mean of the four domains) and all five reranker variants (the two cross-entropy variants belong to {doc}`ablation_loss`); accuracy@1 in %, mean ± sd over seeds:
+# Per feedback domain, with both overall averages (macro: the mean of the four domains) and every reranker present; accuracy@1 in %, mean ± sd over seeds:
 
 # %% tags=["hide-input"]
 shown = table[~table["test_set"].str.startswith("Quebec")]
@@ -229,47 +255,110 @@ mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"]).rename(
 )
 
 # %% [markdown]
-# The same overall micro accuracy as a figure:
-
-# %% mystnb={"figure": {"caption": "Overall accuracy@1 (micro, %) of each RQA system alone and with each reranker; bars are seed means, error bars the sd over the three seeds. The dashed line is the paper's best, 67.97 (CombinedReranker on its BERT RQA)."}} tags=["hide-input"]
-overall = table[table["test_set"] == "overall (micro)"].assign(
-    accuracy=lambda t: 100 * t["mean"], sd100=lambda t: 100 * t["sd"]
-)
-ax = plot_grouped_bars(overall[overall["rqa"].isin(RESCORED)], "rqa", "reranker", "accuracy", error="sd100")
-ax.axhline(PAPER_OVERALL_ACCURACY["combined_reranker"], color="grey", linestyle="--", linewidth=0.8)
-ax.set_ylim(10 * (overall.loc[overall["rqa"].isin(RESCORED), "accuracy"].min() // 10) - 10, 72)
-ax.set_ylabel("overall accuracy@1, micro (%)")
-ax.legend(frameon=False, fontsize="small", ncols=3, loc="upper left")
-plt.show()
-
-# %% [markdown]
 # ## Is the gain real?
 #
-# Each reranker against the RQA alone, within each RQA system: per question, the outcome is averaged over the three seeds (0, 1/3, 2/3 or 1), and a paired bootstrap over the 1,992 overall questions (resampled within test sets) gives the CI of the difference and a two-sided p-value, Holm-corrected over the five rerankers of one RQA system. W/T/L counts questions where the seed-averaged outcome is better / equal / worse than the RQA alone. Accuracies and differences in points.
+# Each reranker against the RQA alone, within each RQA system: per question the outcome is averaged over the reranker's seeds, and a paired bootstrap over the overall questions (resampled within test sets) gives the 95% CI of the difference (not adjusted for multiplicity) and a two-sided p-value, Holm-corrected over the rerankers of one RQA system (the family named under the table). W/T/L counts questions where the reranked outcome is better / equal / worse than the RQA alone. Accuracies and differences in points. The diamonds in the figure are the paper's gains over its own RQA.
 
+# %% mystnb={"figure": {"caption": "Change in overall accuracy@1 (micro, points) over the RQA alone, per RQA system (panels) and reranker (rows): dots are seed means, bars the 95% paired-bootstrap CI (unadjusted). Hollow diamonds: the paper's gains of its Feedback, Vanilla and Combined rerankers over its BERT RQA."}} tags=["hide-input"]
+gain_rows = micro.table.reset_index()
+gain_rows = gain_rows.assign(reranker=pd.Categorical(gain_rows["reranker"], RERANKERS[1:], ordered=True))
+plot_gains(
+    gain_rows.sort_values(["reranker"]).assign(reranker=lambda t: t["reranker"].astype(str)), PAPER_GAIN
+)
+plt.tight_layout()
 # %% tags=["hide-input"]
 print(micro.signature())
-comparison_table(micro, names=["RQA", "reranker"])
+comparison_table(ordered(micro.table), names=["RQA", "reranker"])
 
 # %% [markdown]
 # The same test on the macro average (mean of the four domains):
 
 # %% tags=["hide-input"]
-comparison_table(macro, names=["RQA", "reranker"])
+print(macro.signature())
+comparison_table(ordered(macro.table), names=["RQA", "reranker"])
 
 # %% [markdown]
 # ## Does feedback add to QA data?
 #
-# The paper's own claim: its CombinedReranker (QA data + feedback) beats its VanillaReranker (QA data alone) by 1.99 points, and its FeedbackReranker beats Vanilla by 0.61. Here `combined` and `feedback_kl` against `vanilla` on every RQA system, the same paired test as above, Holm over the whole family (both pairs on every RQA system). Accuracies and differences in points; Δ is the reranker's accuracy minus `vanilla`'s.
+# The paper's own claim: its CombinedReranker (QA data + feedback) beats its VanillaReranker (QA data alone) by 1.99 points, and its FeedbackReranker beats Vanilla by 0.61. Here `combined` and `feedback_kl` against `vanilla`, the relevance model both continue from, on every RQA system; the same paired test as above, Holm over the whole family (named under the table). Δ is the reranker's accuracy minus `vanilla`'s, in points.
 
 # %% tags=["hide-input"]
-print(over_qa.signature())
-comparison_table(over_qa, names=("RQA", "reranker vs vanilla"))
+if over_qa is None:
+    display(Markdown("*Needs `vanilla` and `combined` or `feedback_kl` in `results/`; not there yet.*"))
+else:
+    print(over_qa.signature())
+    display(comparison_table(ordered(over_qa.table), names=("RQA", "reranker vs vanilla")))
+
+# %% [markdown]
+# ## What the rerankers can tell apart
+#
+# Per reranker, on {glue}`rqa_name`'s top 5 for the overall questions: **AUC**, how well P(Excellent) alone ranks the gold passage above the other candidates (0.5 is chance); **alone**, accuracy@1 of the reranker alone (argmax P(Excellent) among the five); **reranked**, accuracy@1 of the paper's S; and, on feedback_test, **KL**, the mean KL divergence from the annotators' rating distribution to P_phi (nats, lower is better). Mean ± sd over the reranker's seeds (a single seed shows its value). References under the table: the RQA alone, a random pick among the five, and the KL of always predicting the training feedback's average rating.
+
+# %% tags=["hide-input"]
+from myst_nb import glue
+
+glue("rqa_name", RQA, display=False)
+
+
+def mean_sd(series, digits, scale=1.0):
+    g = series.groupby(level=0, sort=False)
+    m, s = scale * g.mean(), scale * g.std()
+    return [
+        f"{a:.{digits}f}" + ("" if np.isnan(b) else f" ± {b:.{digits}f}") for a, b in zip(m, s, strict=True)
+    ]
+
+
+q = quality.set_index("reranker").loc[[k for k in RERANKERS[1:] if k in set(quality["reranker"])]]
+seed_kl = join_annotators(load_table(RESULTS, "rating_predictions.parquet"), items)
+seed_kl = per_item_rating_scores(
+    seed_kl.assign(reranker=seed_kl["reranker"] + "/" + seed_kl["seed"].astype(str))
+)
+seed_kl = seed_kl.groupby("reranker")["kl"].mean()
+seed_kl.index = seed_kl.index.str.split("/").str[0]
+names = list(dict.fromkeys(q.index))
+separation = pd.DataFrame(
+    {
+        "starts from": ["relevance model" if VARIANTS[n].start == "relevance" else "MiniLM" for n in names],
+        "AUC": mean_sd(q["auc"], 3),
+        "alone (%)": mean_sd(q["alone"], 1, 100),
+        "reranked (%)": mean_sd(q["reranked"], 2, 100),
+        "KL, feedback_test": mean_sd(seed_kl.reindex(q.index), 3),
+    },
+    index=pd.Index([breakable(n) for n in names], name="reranker"),
+)
+print(
+    f"{RQA} alone {100 * quality['rqa_alone'].iloc[0]:.2f}%; random pick among the top 5 "
+    f"{100 * quality['random_in_topk'].iloc[0]:.1f}%; KL of the training feedback's average rating "
+    f"{prior_kl:.3f} nats ({len(items):,} feedback_test items)"
+)
+separation
+
+# %% [markdown]
+# ## Targets
+#
+# What this project set out to reach with the rerankers, each measured on {glue}`rqa_name` (seed means) beside its goal. A target a run still missing from `results/` would measure is marked "not measured".
+
+# %% tags=["hide-input"]
+FORMATS = {
+    1: lambda v, p: f"{v:.3f}",
+    2: lambda v, p: f"{v:+.3f} nats",
+    3: lambda v, p: f"{100 * v:.1f}%",
+    4: lambda v, p: f"{100 * v:+.2f} points, Holm p {p:.2g}",
+}
+pd.DataFrame(
+    {
+        "goal": targets["goal"],
+        "measured": [
+            "" if np.isnan(r.measured) else FORMATS[i](r.measured, r.p_holm) for i, r in targets.iterrows()
+        ],
+        "met": ["not measured" if m is None else ("yes" if m else "no") for m in targets["met"]],
+    }
+).set_axis(pd.Index(targets["target"], name="target"))
 
 # %% [markdown]
 # ## Each reranker alone on every RQA system
 #
-# The explanation below ("Why the paper's gain is not reproduced here") rests on how each reranker alone compares with the RQA it rescores. Measured for every rescored RQA system: accuracy@1 of the reranker alone (argmax P(Excellent) among that system's top 5; ties to the better RQA rank) beside the RQA alone, overall micro, mean over seeds, in %; the line under the table names the (RQA, reranker) pairs where the reranker alone is the better of the two.
+# Accuracy@1 of each reranker alone (argmax P(Excellent) among that system's top 5; ties to the better RQA rank) beside the RQA alone, overall micro, mean over seeds, in %; the line under the table names the (RQA, reranker) pairs where the reranker alone is the better of the two. A reranker that is right more often than the RQA it rescores has something to add; one that is right less often can add only where the RQA is unsure.
 
 # %% tags=["hide-input"]
 every = pd.concat([reranker_quality(candidates, r).assign(rqa=r) for r in RESCORED], ignore_index=True)
@@ -288,101 +377,62 @@ print(
 alone_view.rename_axis(index="RQA", columns=None).rename(columns=breakable)
 
 # %% [markdown]
-# ## Beside the paper
-#
-# The paper (BERT poly-encoder RQA, BERT rerankers, overall accuracy, averaging not stated): RQA alone 64.75, + FeedbackReranker 66.59 (+1.84), + VanillaReranker 65.98 (+1.23), + CombinedReranker 67.97 (+3.22). Our RQA systems differ from the paper's (MiniLM, not BERT), so the **gain over the RQA alone** is the comparable quantity; the absolute level also depends on the RQA. Differences in protocol: our rerankers see WHO's feedback_train and 80% of the four feedback_valid files (far less feedback than the paper's), a 22M-parameter MiniLM instead of BERT-base, 128 tokens of each pair, and pseudo negatives from zero-shot MiniLM.
-
-# %% tags=["hide-input"]
-paper_names = {
-    "none": "rqa_alone",
-    "feedback_kl": "feedback_reranker",
-    "vanilla": "vanilla_reranker",
-    "combined": "combined_reranker",
-}
-paper_gain = {
-    k: PAPER_OVERALL_ACCURACY[v] - PAPER_OVERALL_ACCURACY["rqa_alone"] for k, v in paper_names.items()
-}
-rows = []
-macro_alone = macro.table.groupby(level="rqa", sort=False)["baseline_mean"].first()
-for rqa in RESCORED:
-    # the RQA alone (the comparisons' baseline), then each reranker the paper has
-    alone_row = {"mean": alone[rqa], "delta": 0.0, "macro": macro_alone[rqa]}
-    reranked = {
-        v: {"mean": r["mean"], "delta": r["delta"], "macro": macro.table.loc[(rqa, v), "mean"]}
-        for v, r in micro.table.loc[rqa].iterrows()
-    }
-    for reranker, r in {"none": alone_row, **reranked}.items():
-        if reranker in paper_names:
-            rows.append(
-                {
-                    "RQA": rqa,
-                    "reranker": reranker,
-                    "ours (micro)": round(100 * r["mean"], 2),
-                    "ours (macro)": round(100 * r["macro"], 2),
-                    "paper": PAPER_OVERALL_ACCURACY[paper_names[reranker]],
-                    "our gain (micro)": round(100 * r["delta"], 2),
-                    "paper gain": round(paper_gain[reranker], 2),
-                }
-            )
-pd.DataFrame(rows).set_index(["RQA", "reranker"])
-
-
-# %% [markdown]
-# ## What the rerankers can tell apart
-#
-# Three measurements per trained model, on the hybrid RQA's top 5 for the 1,992 overall questions: **AUC**, how well P(Excellent) alone ranks the gold passage above the other candidates (0.5 is chance); **alone**, accuracy@1 of the reranker alone (argmax P(Excellent)); **reranked**, accuracy@1 of the paper's S. References: the hybrid alone, and a random pick among the five (recall@5 / 5). Mean ± sd over the three seeds, in % except the AUC. The second block is the **capacity row**: the earlier rerankers of this project, which trained only the top layer above five frozen ones (4 epochs, lr 1e-4, BM25's one top negative on 2,000 QA-train questions; their rows are kept in `results/frozen5_candidates.parquet`).
-
-
-# %% tags=["hide-input"]
-def summarise(q):
-    g = q.groupby("reranker", sort=False)
-    out = pd.DataFrame(
-        {
-            "AUC": g["auc"].mean().map("{:.3f}".format) + " ± " + g["auc"].std().map("{:.3f}".format),
-            "alone (%)": (100 * g["alone"].mean()).map("{:.1f}".format)
-            + " ± "
-            + (100 * g["alone"].std()).map("{:.1f}".format),
-            "reranked (%)": (100 * g["reranked"].mean()).map("{:.2f}".format)
-            + " ± "
-            + (100 * g["reranked"].std()).map("{:.2f}".format),
-        }
-    )
-    return out
-
-
-capacity = pd.concat(
-    {"all layers trained": summarise(quality), "5 of 6 layers frozen": summarise(quality_frozen)}
-)
-capacity.index.names = ["configuration", "reranker"]
-print(
-    f"hybrid alone {100 * quality['rqa_alone'].iloc[0]:.2f}%; random pick among the top 5 "
-    f"{100 * quality['random_in_topk'].iloc[0]:.1f}%"
-)
-capacity
-
-# %% [markdown]
 # The AUC of P(Excellent) on every rescored RQA system's top 5, seeds pooled:
 
 # %% tags=["hide-input"]
 from fqa_analysis.core.reranking import score_separation
 
-separation = score_separation(candidates).pivot(index="rqa", columns="reranker", values="auc_p_excellent")
-separation.reindex(index=RESCORED, columns=RERANKERS[1:]).round(3).rename_axis(index="RQA", columns=None)
+auc_by_rqa = score_separation(candidates).pivot(index="rqa", columns="reranker", values="auc_p_excellent")
+auc_by_rqa.reindex(index=RESCORED, columns=RERANKERS[1:]).round(3).rename_axis(
+    index="RQA", columns=None
+).rename(columns=breakable)
+
+# %% [markdown]
+# ## Beside the paper
+#
+# The paper (BERT poly-encoder RQA, BERT rerankers, overall accuracy, averaging not stated): RQA alone 64.75, + FeedbackReranker 66.59 (+1.84), + VanillaReranker 65.98 (+1.23), + CombinedReranker 67.97 (+3.22). Our RQA systems differ from the paper's (MiniLM, not BERT), so the **gain over the RQA alone** is the comparable quantity. Differences in protocol: our rerankers see WHO's feedback_train and 80% of the four feedback_valid files (the paper: all four feedback_train files), a 22M-parameter MiniLM instead of BERT-base, 128 tokens of each pair, a relevance model trained here as the starting point, and pseudo negatives from zero-shot MiniLM.
+
+# %% tags=["hide-input"]
+rows = []
+macro_alone = macro.table.groupby(level="rqa", sort=False)["baseline_mean"].first()
+micro_alone = micro.table.groupby(level="rqa", sort=False)["baseline_mean"].first()
+for rqa in RESCORED:
+    alone_row = {"mean": micro_alone[rqa], "delta": 0.0, "macro": macro_alone[rqa]}
+    reranked = {
+        v: {"mean": r["mean"], "delta": r["delta"], "macro": macro.table.loc[(rqa, v), "mean"]}
+        for v, r in micro.table.loc[rqa]
+        .reindex([k for k in RERANKERS[1:] if k in micro.table.loc[rqa].index])
+        .iterrows()
+    }
+    for reranker, r in {"none": alone_row, **reranked}.items():
+        if reranker in PAPER_KEYS:
+            rows.append(
+                {
+                    "RQA": rqa,
+                    "reranker": reranker,
+                    "ours (micro)": f"{100 * r['mean']:.2f}",
+                    "ours (macro)": f"{100 * r['macro']:.2f}",
+                    "paper": f"{PAPER_ROW[reranker]:.2f}",
+                    "our gain (micro)": "" if reranker == "none" else f"{100 * r['delta']:+.2f}",
+                    "paper gain": "" if reranker == "none" else f"{PAPER_GAIN[reranker]:+.2f}",
+                }
+            )
+pd.DataFrame(rows).set_index(["RQA", "reranker"])
 
 # %% [markdown]
 # ## How much weight the reranker gets
 #
-# The paper's plain sum gives the two probabilities equal weight. As a diagnosis (on the test questions, so not a tuned result; {doc}`beyond_scoring` tunes w out of sample), accuracy@1 of S = (1 - w) P_theta + w P(Excellent) on the hybrid for a few w, seed mean, in %: w = 0 is the RQA alone, w = 0.5 ranks exactly like the paper's sum, w = 1 is the reranker alone. P_theta is a softmax over the whole pool, so its top candidate often holds most of the mass and the sum lets the reranker overturn it only when it is confident.
+# The paper's plain sum gives the two probabilities equal weight. As a diagnosis (on the test questions, so not a tuned result; {doc}`beyond_scoring` tunes w out of sample), accuracy@1 of S = (1 - w) P_theta + w P(Excellent) on {glue}`rqa_name` for a few w, seed mean, in %: w = 0 is the RQA alone, w = 0.5 ranks exactly like the paper's sum, w = 1 is the reranker alone.
 
 # %% tags=["hide-input"]
 from fqa_analysis.core.sweeps import candidate_blocks, weight_sweep
 
-hybrid = candidates[(candidates["rqa"] == "hybrid") & candidates["domain"].isin(data.FEEDBACK_DOMAINS)]
-curve = weight_sweep(candidate_blocks(hybrid), [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
+chosen = candidates[(candidates["rqa"] == RQA) & candidates["domain"].isin(data.FEEDBACK_DOMAINS)]
+curve = weight_sweep(candidate_blocks(chosen), [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
 per_seed = curve.groupby(["reranker", "seed", "w"])["correct"].mean()
 (100 * per_seed.groupby(["reranker", "w"]).mean()).unstack("w").reindex(RERANKERS[1:]).round(2).rename(
     columns=lambda w: f"w = {w:g}"
-).rename_axis(columns=None)
+).rename_axis(index="reranker", columns=None).rename(index=breakable)
 
 # %% [markdown]
 # ## How much of the ceiling is won
@@ -394,27 +444,40 @@ ceiling = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS) & (outcomes["r
 ceiling = ceiling.groupby("rqa")["gold_in_topk"].mean()
 gap = micro.table.reset_index().assign(
     recall_at_5=lambda t: t["rqa"].map(ceiling),
-    closed=lambda t: (t["mean"] - t["rqa"].map(alone)) / (t["recall_at_5"] - t["rqa"].map(alone)),
+    closed=lambda t: (t["mean"] - t["baseline_mean"]) / (t["recall_at_5"] - t["baseline_mean"]),
 )
 gap.pivot(index="rqa", columns="reranker", values="closed").reindex(
     index=RESCORED, columns=RERANKERS[1:]
-).round(3).rename_axis(index="RQA", columns=None)
-
-# %% [markdown]
-# ## Why the paper's gain is not reproduced here
-#
-# Training every layer changed what the rerankers know; what the sum does with it depends on the RQA. Trained on relevance (the gold passage against a hard negative of zero-shot MiniLM), `vanilla` and `combined` now separate the gold passage from the hybrid's other candidates far better than the frozen-layer models did, and alone they pick the gold for about half of the questions, three times a random pick (the capacity table). That is still well below the hybrid alone: on many questions the reranker is wrong where the RQA is right. The paper's sum lets the reranker overturn the RQA only where P_theta is not confident, and there its picks are about as often wrong as right (W/T/L of the significance table), so the reranked accuracy stays at the RQA's; no weight of the sum does much better (the weight table). On the weaker RQA systems (BM25 and zero-shot MiniLM), whose top 5 holds the gold passage far more often than their first place does, the same `vanilla` and `combined` models add several points, significantly (the significance table): a reranker that is right about half the time helps an RQA that is right less often than that, which is the paper's mechanism; the hybrid and fine-tuned MiniLM are already better than the reranker alone, so there is little for it to add. The feedback-only rerankers separate no better than the frozen ones: 1,545 rated pairs teach a model that starts from a *sentence-embedding* network the annotators' rating distribution a little (see {doc}`ablation_loss`), not which of five similar passages answers the question.
-#
-# What stands between this configuration and the paper, as measured: (1) the reranker alone must come close to the RQA alone before the sum can add to it; the recipe section below measures relevance models that rank better, on held-out QA-train questions (not on the hybrid's test top 5, so its figures are not comparable with this section's); (2) the RQA: ours is a MiniLM hybrid, the paper's a BERT poly-encoder; (3) the feedback: the release lacks three of the four feedback_train files; (4) 128 tokens of each pair.
+).round(3).rename_axis(index="RQA", columns=None).rename(columns=breakable)
 
 # %% [markdown]
 # ## The relevance model's recipe
 #
-# Every reranker in the tables above starts from MiniLM, a sentence-embedding network, not a relevance model; `vanilla` learns relevance from one pointwise pseudo negative per question, and the feedback-only rerankers learn almost none. The paper starts from a pretrained BART-large and a practitioner would start from a pretrained relevance cross-encoder; neither can be downloaded here, so the project trains its own: the `vanilla` reranker (QA data only: gold passage Excellent, negatives drawn from zero-shot MiniLM's top 10 non-gold Bad), from which every feedback-trained reranker now continues (`fqa run rerank`; the from-MiniLM rows stay as `*_scratch`).
-#
-# Its recipe is chosen here, on **held-out QA-train questions, never a test file**: one in ten QA-train questions (by a hash of the question's text, the same questions for every recipe) is held out of every recipe's training, and each recipe's model (seed 0) ranks, for the held-out questions of the four feedback domains, the gold passage against the four best non-gold passages of zero-shot MiniLM. **AUC** pools every candidate (gold vs the others, P(Excellent)), **alone** is the share of questions whose gold ranks first, **MRR** the gold's mean reciprocal rank. The recipes differ in the loss (`listwise`: the softmax over a question's gold and its negatives of log P(Excellent), added to the pointwise 4-way cross-entropy, which keeps the rating head), the negatives per question, the QA-train domains (Quebec's questions are QA data, though without feedback), the negatives' source and the epochs. `fqa run relevance` knows six (`stages.relevance.RECIPES`), each changing one lever at a time; the table shows the ones measured so far. The earlier recipe and the stage's default differ in three levers at once: their two rows say whether the default is better, not which lever made it so; the one-lever rows, as they are measured, do. Δ alone is paired over the held-out questions against the earlier recipe (retrained here in float32 on the same held-out split, so not the very model of this chapter's tables), Holm over the family of comparisons with the earlier recipe (how many is printed under the table; with one there is nothing to correct); training minutes are this 2-core CPU's (float32: the CPU has no native bfloat16), each epoch's training and selection pass as the model recorded it.
+# How the relevance model is trained was chosen on **held-out QA-train questions, never a test file**: one in ten QA-train questions (by a hash of the question's text, the same questions for every recipe) is held out of every recipe's training, and each recipe's model (seed 0) ranks, for the held-out questions of the four feedback domains, the gold passage against the four best non-gold passages of zero-shot MiniLM. **AUC** pools every candidate (gold vs the others, P(Excellent)), **alone** is the share of questions whose gold ranks first, **MRR** the gold's mean reciprocal rank. The recipes differ in the loss (`listwise` adds the softmax over a question's gold and its negatives of log P(Excellent) to the pointwise 4-way cross-entropy, which keeps the rating head), the negatives per question, the QA-train domains and the epochs. The simplest recipe (pointwise, one negative, the feedback domains' questions) is the baseline of the comparison; Δ alone is paired over the held-out questions, Holm over the comparisons with it (how many is printed under the table). The stage's recipe differs from the baseline in three levers at once, so the table says whether it is better, not which lever made it so. Training minutes are each model's own record (training and its selection pass, float32 on a 2-core CPU).
 
 # %% tags=["hide-input"]
+relevance = load_stage(RESULTS, "relevance")
+BASE_RECIPE = "pointwise_1neg_feedback"
+recipe_rows = load_relevance_recipes(RESULTS)
+recipes = recipe_table(recipe_rows)
+recipe_cmp = recipe_comparison(recipe_rows, BASE_RECIPE, commit=relevance["git_commit"]).table
+recipe_info = relevance["recipes"]
+wanted = stage["config"]
+default_recipe = next(
+    (
+        r
+        for r, info in recipe_info.items()
+        if (info["loss"], info["negatives"], info["domains"], info["source"], info["epochs"])
+        == (
+            wanted.get("relevance_loss"),
+            wanted.get("pseudo_negatives"),
+            wanted.get("relevance_domains"),
+            wanted.get("negative_source"),
+            wanted.get("variant_epochs", {}).get("vanilla"),
+        )
+    ),
+    None,
+)
 DOMAIN_SETS = {tuple(data.FEEDBACK_DOMAINS): "feedback (4)", tuple(data.DOMAINS): "all 5"}
 recipe_view = pd.DataFrame(
     {
@@ -430,16 +493,12 @@ recipe_view = pd.DataFrame(
         "MRR": [f"{v:.3f}" for v in recipes["mrr"]],
         "Δ alone, points [95% CI]": [
             "baseline"
-            if r == EARLIER_RECIPE
+            if r == BASE_RECIPE
             else f"{100 * recipe_cmp.loc[r, 'delta']:+.1f} "
             + interval(100 * recipe_cmp.loc[r, "delta_ci_low"], 100 * recipe_cmp.loc[r, "delta_ci_high"], 1)
             for r in recipes.index
         ],
-        "Holm p": [
-            "" if r == EARLIER_RECIPE else f"{recipe_cmp.loc[r, 'p_holm']:.3g}" for r in recipes.index
-        ],
-        # the model's own record of its epochs (training and the epoch's selection pass): true
-        # also where a rerun read the model from the cache
+        "Holm p": ["" if r == BASE_RECIPE else f"{recipe_cmp.loc[r, 'p_holm']:.2g}" for r in recipes.index],
         "training (min)": [
             f"{sum(e['wall_s'] for e in recipe_info[r]['history']['epochs']) / 60:.0f}" for r in recipes.index
         ],
@@ -447,48 +506,44 @@ recipe_view = pd.DataFrame(
     index=pd.Index([breakable(r) for r in recipes.index], name="recipe"),
 )
 print(
-    f"{relevance['eval_questions']} held-out questions, seed 0; the rerank stage's default recipe: "
-    f"{default_recipe}; Holm over {len(recipe_cmp)} comparison(s) with {EARLIER_RECIPE}; QA-train questions "
-    "trained on: " + ", ".join(f"{r} {recipe_info[r]['fit_questions']:,}" for r in recipes.index)
+    f"{relevance['eval_questions']} held-out questions, seed 0; the rerank stage's recipe: "
+    f"{default_recipe or 'not in the table'}; Holm over {len(recipe_cmp)} comparison(s) with {BASE_RECIPE}; "
+    "QA-train questions trained on: "
+    + ", ".join(f"{r} {recipe_info[r]['fit_questions']:,}" for r in recipes.index)
 )
 recipe_view
 
 # %% [markdown]
 # ## Training curves
 #
-# Per variant and seed: the KL to the held-out ratings after every epoch (pseudo-ratings for `vanilla`, the annotators for the others), the epoch kept (the lowest), and the optimiser steps.
+# Per reranker and seed: the KL to the held-out ratings after every epoch (pseudo-ratings for `vanilla`, the annotators for the others), the epoch kept (the lowest), and the optimiser steps.
 
 # %% tags=["hide-input"]
 rows = []
 for name, h in stage["histories"].items():
     variant, seed = name.split("/")
-    best_epoch = min(h["epochs"], key=lambda e: e["select_kl"])["epoch"]
     rows.append(
         {
-            "variant": variant,
-            "seed": seed,
-            "best_epoch": best_epoch,
-            "select_kl": round(h["best_select_kl"], 4),
+            "reranker": variant,
+            "seed": seed.removeprefix("seed"),
+            "epoch kept": min(h["epochs"], key=lambda e: e["select_kl"])["epoch"],
+            "held-out KL": f"{h['best_select_kl']:.4f}",
             "steps": h["steps"],
             "KL by epoch": ", ".join(f"{e['select_kl']:.3f}" for e in h["epochs"]),
         }
     )
-pd.DataFrame(rows).set_index(["variant", "seed"])
+pd.DataFrame(rows).set_index(["reranker", "seed"])
 
 # %% [markdown]
 # ## Cost of the stage
 #
-# From `results/manifest.json` (stage `rerank`, this 2-core machine): the embedding pass over every distinct pair, then per variant and seed the training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` and `compute_peak_rss_mb` are what computing a step cost (carried over when a rerun read it from the cache; `wall_s` is the last run's time). The frozen-layer stage of the capacity row is priced below from its own manifest record (`results/frozen5_candidates.json`).
+# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): the embedding lookup of every distinct pair, then per reranker and seed the training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` and `compute_peak_rss_mb` are what computing a step cost (kept when a later run read it from the cache; `wall_s` is the last run's time).
 
 # %% tags=["hide-input"]
-import json
-
+timings = pd.DataFrame(stage["timings"]).T
 cols = [c for c in ("compute_s", "compute_peak_rss_mb", "wall_s", "from_cache") if c in timings.columns]
 print(
-    f"whole stage: {compute_min:.1f} min of compute; {stage['scored_pairs']:,} distinct pairs "
-    f"scored per reranker"
+    f"whole stage: {compute_min:.1f} min of compute, peak {peak_gib:.1f} GiB; {stage['scored_pairs']:,} "
+    "distinct pairs scored per reranker"
 )
-frozen_stage = json.loads((RESULTS / "frozen5_candidates.json").read_text())
-frozen_min = sum(t.get("compute_s", t["wall_s"]) for t in frozen_stage["timings"].values()) / 60
-print(f"the frozen-layer stage (commit {frozen_stage['source_commit']}): {frozen_min:.1f} min of compute")
-timings[cols]
+timings[cols].rename_axis("step")

@@ -111,7 +111,9 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument(
         "--seeds",
         type=_int_list,
-        help=f"comma-separated reranker training seeds (default: {_listed(RerankRunConfig.seeds)})",
+        help="comma-separated reranker training seeds (default: each variant's own, "
+        + "; ".join(f"{v} {_listed(var.seeds)}" for v, var in VARIANTS.items())
+        + f"; explain_rate {_listed(ExplainRateRunConfig.seeds)})",
     )
     run_p.add_argument(
         "--frozen-layers",
@@ -488,7 +490,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     head_reads=head_reads,
                     head_input=head_input,
                 ),
-                seeds=seeds,
+                seeds=args.seeds or ExplainRateRunConfig.seeds,
                 rqa=args.rescore or ExplainRateRunConfig.rqa,
                 subset=args.subset,
                 relevance=rerank,

@@ -56,6 +56,7 @@ __all__ = [
     "NEGATIVES_VERSION",
     "NEGATIVE_SOURCES",
     "RELEVANCE_LOSSES",
+    "RELEVANCE_SEED",
     "SCORES_FILE",
     "STORED_DECIMALS",
     "VARIANTS",
@@ -66,6 +67,7 @@ __all__ = [
     "example_ids",
     "has_scores",
     "is_held_out",
+    "planned_runs",
     "pseudo_pairs",
     "ranked_passages",
     "relevance_model",
@@ -82,27 +84,46 @@ __all__ = [
 
 
 class Variant(NamedTuple):
-    """How one reranker variant is trained."""
+    """How one reranker variant is trained, and on which seeds it runs by default."""
 
     #: ``feedback``, ``pseudo`` (QA data) or ``both`` (feedback + as many replayed pseudo pairs).
     source: str
     #: Loss of its feedback (``kl``, ``ce_annotator``, ``ce_majority``); the pseudo pairs' is KL,
     #: plus the listwise term of the ``listwise`` relevance recipe.
     loss: str
-    #: ``minilm`` (a fresh head on MiniLM) or ``relevance`` (the same seed's ``vanilla`` model).
+    #: ``minilm`` (a fresh head on MiniLM) or ``relevance`` (the relevance model ``vanilla`` of
+    #: seed :data:`RELEVANCE_SEED`, shared by every seed of the variant).
     start: str
+    #: Seeds the stage trains when ``--seeds`` is not given.
+    seeds: tuple[int, ...] = (0, 1, 2)
 
+
+#: The one relevance model every warm-started variant continues from, whatever its own seed: it
+#: stands in for a pretrained relevance cross-encoder, so the seeds vary the feedback training only.
+RELEVANCE_SEED = 0
 
 VARIANTS: dict[str, Variant] = {
-    "vanilla": Variant("pseudo", "kl", "minilm"),
+    "vanilla": Variant("pseudo", "kl", "minilm", seeds=(RELEVANCE_SEED,)),
     "feedback_kl": Variant("feedback", "kl", "relevance"),
     "feedback_ce_annotator": Variant("feedback", "ce_annotator", "relevance"),
     "feedback_ce_majority": Variant("feedback", "ce_majority", "relevance"),
     "combined": Variant("both", "kl", "relevance"),
     "feedback_kl_scratch": Variant("feedback", "kl", "minilm"),
-    "feedback_ce_annotator_scratch": Variant("feedback", "ce_annotator", "minilm"),
-    "feedback_ce_majority_scratch": Variant("feedback", "ce_majority", "minilm"),
+    "feedback_ce_annotator_scratch": Variant("feedback", "ce_annotator", "minilm", seeds=(0,)),
+    "feedback_ce_majority_scratch": Variant("feedback", "ce_majority", "minilm", seeds=(0,)),
 }
+
+
+def planned_runs(variants: Sequence[str] = tuple(VARIANTS)) -> list[str]:
+    """The ``variant/seedN`` runs the rerank stage trains by default, in declaration order.
+
+    Example:
+        >>> planned_runs(["vanilla", "feedback_kl"])
+        ['vanilla/seed0', 'feedback_kl/seed0', 'feedback_kl/seed1', 'feedback_kl/seed2']
+    """
+    return [f"{v}/seed{s}" for v in variants for s in VARIANTS[v].seeds]
+
+
 #: Losses of the relevance model (``vanilla``): ``pointwise`` (each pseudo pair's 4-way
 #: cross-entropy alone) or ``listwise`` (that plus the softmax over each question's gold and
 #: negatives of log P(Excellent)).
@@ -117,7 +138,8 @@ class RerankRunConfig:
 
     Attributes:
         variants: Reranker variants to train.
-        seeds: Training seeds of every variant.
+        seeds: Training seeds of every variant; None trains each variant's own default seeds
+            (:attr:`Variant.seeds`: the relevance model once, the feedback variants three times).
         model: Cross-encoder settings.
         subset: First N questions of every test split and N items of every feedback split (CI).
         pseudo_questions: QA-train questions of ``relevance_domains`` that give pseudo-ratings (a
@@ -146,7 +168,7 @@ class RerankRunConfig:
     """
 
     variants: tuple[str, ...] = tuple(VARIANTS)
-    seeds: tuple[int, ...] = (0, 1, 2)
+    seeds: tuple[int, ...] | None = None
     model: RerankConfig = field(default_factory=RerankConfig)
     subset: int | None = None
     pseudo_questions: int | None = None
@@ -166,6 +188,14 @@ class RerankRunConfig:
     score_domains: tuple[str, ...] = data.FEEDBACK_DOMAINS
     score_rqa: tuple[str, ...] = SYSTEMS
     holdout: float = 0.2
+
+    def seeds_of(self, variant: str) -> tuple[int, ...]:
+        """The seeds ``variant`` trains under this configuration."""
+        return VARIANTS[variant].seeds if self.seeds is None else self.seeds
+
+    def runs(self) -> list[tuple[str, int]]:
+        """Every ``(variant, seed)`` this configuration trains, variants in their given order."""
+        return [(v, s) for v in self.variants for s in self.seeds_of(v)]
 
 
 #: Version of the pseudo-pair negatives' cache (2: one file per domain).
@@ -420,7 +450,7 @@ def variant_examples(
     inputs: RerankInputs, variant: str
 ) -> tuple[list[tuple[str, np.ndarray]], list[tuple[str, np.ndarray]]]:
     """A variant's (training, model-selection) examples: its data source under its loss (selection: KL)."""
-    source, loss, _ = VARIANTS[variant]
+    source, loss = VARIANTS[variant].source, VARIANTS[variant].loss
     fit_pairs, select_pairs = inputs.sources[source]
     return example_ids(fit_pairs, loss), example_ids(select_pairs, "kl")
 
@@ -528,9 +558,10 @@ def stage_model(
 ) -> tuple[dict[str, Any], dict[str, Any], Path, bool]:
     """Train or load one variant x seed of the stage, warm-starting from the relevance model.
 
-    A variant that starts from ``relevance`` first trains (or loads) the same seed's ``vanilla``
-    model and continues from its weights; ``vanilla`` itself trains with the listwise groups of
-    its pseudo pairs under the ``listwise`` recipe.
+    A variant that starts from ``relevance`` first trains (or loads) the one relevance model,
+    ``vanilla`` of seed :data:`RELEVANCE_SEED`, and continues from its weights whatever its own
+    seed; ``vanilla`` itself trains with the listwise groups of its pseudo pairs under the
+    ``listwise`` recipe.
 
     Returns:
         As :func:`train_or_load`.
@@ -543,7 +574,7 @@ def stage_model(
         model = replace(model, epochs=config.variant_epochs[variant])
     init = None
     if VARIANTS[variant].start == "relevance":
-        v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", seed, states, config, cache_root)
+        v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root)
         init = (v_folder, v_weights)
     return train_or_load(variant, seed, examples, select, states, model, cache_root, init)
 

@@ -107,7 +107,7 @@ def _stage_models(
     """The rerank stage's models, from its cache: ``(variant, seed, selection examples, weights, folder)``."""
     for variant in variants:
         _, select = variant_examples(inputs, variant)
-        for seed in config.rerank.seeds:
+        for seed in config.rerank.seeds_of(variant):
             step = f"models/{variant}/seed{seed}"
             with stage(timings, step):
                 weights, _, folder, from_cache[step] = stage_model(

@@ -48,6 +48,7 @@ from fqa_analysis.models.explanation_scoring import Embedder, rating_classifier
 from fqa_analysis.models.reranker import pair_id
 from fqa_analysis.models.reranker_data import feedback_item_sets
 from fqa_analysis.models.reranker_variants import (
+    RELEVANCE_SEED,
     RerankRunConfig,
     candidate_texts,
     relevance_model,
@@ -164,8 +165,8 @@ def run_explain_rate(
         if config.start == "relevance":
             with stage(timings, f"seed{seed}/relevance_model"):
                 weights, _, r_folder, from_cache[f"seed{seed}/relevance_model"] = relevance_model(
-                    data_dir, config.relevance, seed, cache_root
-                )
+                    data_dir, config.relevance, RELEVANCE_SEED, cache_root
+                )  # the one relevance model, shared by every seed (as the rerank stage's variants)
             init = (r_folder, weights)
         with stage(timings, f"seed{seed}/train"):
             model, folder, history = train_explain_rate(fit, select, config.model, seed, cache_root, init)

@@ -46,6 +46,7 @@ from fqa_analysis.models.reranker_variants import (
     VARIANTS,
     RerankRunConfig,
     has_scores,
+    planned_runs,
     rerank_inputs,
     score_cached,
     stage_model,
@@ -126,43 +127,40 @@ def run_rerank(
     position = {pid: i for i, pid in enumerate(score_ids)}
     new_rows, prediction_rows, histories = [], [], {}
     extended: set[str] = set()  # score steps that only added pairs to an earlier scoring
-    for variant in config.variants:
-        for seed in config.seeds:
-            with stage(timings, f"{variant}/seed{seed}/train"):
-                weights, history, folder, cached = stage_model(
-                    inputs, variant, seed, states, config, cache_root
-                )
-            from_cache[f"{variant}/seed{seed}/train"] = cached
-            histories[f"{variant}/seed{seed}"] = history
-            step = f"{variant}/seed{seed}/score"
-            if has_scores(folder):
-                extended.add(step)
-            with stage(timings, step):
-                probs, cached = score_cached(folder, weights, score_ids, states, config.model)
-            from_cache[step] = cached
-            rows = rqa_rows.copy()
-            rows["reranker"], rows["seed"] = variant, seed
-            rows[RATING_COLUMNS] = stored_probabilities(probs[[position[i] for i in cand_ids]])
-            new_rows.append(rows)
-            test_probs = stored_probabilities(probs[[position[i] for i in test_ids]])
-            prediction_rows.append(
-                pd.DataFrame(
-                    {
-                        "protocol": protocol,
-                        "reranker": variant,
-                        "seed": seed,
-                        "domain": [it.domain for it in test_items],
-                        "item_id": [it.item_id for it in test_items],
-                        "passage_id": [it.passage.passage_id for it in test_items],
-                        **{c: test_probs[:, j] for j, c in enumerate(RATING_COLUMNS)},
-                    }
-                )
+    for variant, seed in config.runs():
+        with stage(timings, f"{variant}/seed{seed}/train"):
+            weights, history, folder, cached = stage_model(inputs, variant, seed, states, config, cache_root)
+        from_cache[f"{variant}/seed{seed}/train"] = cached
+        histories[f"{variant}/seed{seed}"] = history
+        step = f"{variant}/seed{seed}/score"
+        if has_scores(folder):
+            extended.add(step)
+        with stage(timings, step):
+            probs, cached = score_cached(folder, weights, score_ids, states, config.model)
+        from_cache[step] = cached
+        rows = rqa_rows.copy()
+        rows["reranker"], rows["seed"] = variant, seed
+        rows[RATING_COLUMNS] = stored_probabilities(probs[[position[i] for i in cand_ids]])
+        new_rows.append(rows)
+        test_probs = stored_probabilities(probs[[position[i] for i in test_ids]])
+        prediction_rows.append(
+            pd.DataFrame(
+                {
+                    "protocol": protocol,
+                    "reranker": variant,
+                    "seed": seed,
+                    "domain": [it.domain for it in test_items],
+                    "item_id": [it.item_id for it in test_items],
+                    "passage_id": [it.passage.passage_id for it in test_items],
+                    **{c: test_probs[:, j] for j, c in enumerate(RATING_COLUMNS)},
+                }
             )
+        )
     reranked = pd.concat(new_rows, ignore_index=True)
     predictions = pd.concat(prediction_rows, ignore_index=True)
     config_record = {**asdict(config), "variants": {v: VARIANTS[v]._asdict() for v in config.variants}}
     previous = manifest_entry(out_dir, "rerank")
-    ran = {f"{v}/seed{s}" for v in config.variants for s in config.seeds}
+    ran = {f"{v}/seed{s}" for v, s in config.runs()}
     earlier_runs = _accumulated_runs(previous, config_record, ran)
     # runs of another configuration (or another code's variants) never sit beside this one's
     stale = set(VARIANTS) | set(previous.get("config", {}).get("variants", {}))
@@ -191,9 +189,10 @@ def run_rerank(
         carried = {k: v for k, v in previous["timings"].items() if k.rsplit("/", 1)[0] in earlier_runs}
         from_cache.update(dict.fromkeys(carried, True))  # not computed now: their compute_s carries over
         timings = {**carried, **timings}
-        runs = {r.split("/")[0] for r in histories}
-        config_record["variants"] = {v: VARIANTS[v]._asdict() for v in VARIANTS if v in runs}
-        config_record["seeds"] = sorted({int(r.split("/seed")[1]) for r in histories})
+    # the record names the runs present (accumulated or not) and those the default plan still lacks
+    runs = {r.split("/")[0] for r in histories}
+    config_record["variants"] = {v: VARIANTS[v]._asdict() for v in VARIANTS if v in runs}
+    config_record["seeds"] = sorted({int(r.split("/seed")[1]) for r in histories})
     # Steps are named per variant and seed, so which ones ran is not part of the comparison; the
     # scored RQA systems change no model, and a score step that adds pairs extends the last one.
     add_compute_times(
@@ -213,6 +212,7 @@ def run_rerank(
         "training_pairs": {k: [len(f), len(s)] for k, (f, s) in sources.items()},
         "scored_pairs": len(score_ids),
         "histories": histories,
+        "planned": [r for r in planned_runs() if r not in histories],
         **provenance(timings, CACHE_VERSION),
     }
     update_manifest(out_dir / "manifest.json", "rerank", entry)
