@@ -30,9 +30,9 @@
 # ## At a glance
 #
 # Computed from `results/` when the book is built; each line links to the chapter with the evidence.
-# Accuracy is overall accuracy@1 on the four feedback domains' 1,992 test questions (micro), our
-# numbers the mean ± sd over three reranker seeds; Δ is the paired-bootstrap difference with its 95% CI
-# and Holm-corrected p (B = 10,000).
+# Accuracy is overall accuracy@1 on the four feedback domains' test questions (micro), our numbers the
+# mean over the seeds each reranker has (± sd where it has several; the `seeds` column); Δ is the
+# paired-bootstrap difference with its 95% CI (unadjusted) and Holm-corrected p (B = 10,000).
 
 # %% tags=["hide-input"]
 import pandas as pd
@@ -66,6 +66,24 @@ candidates = load_candidates(RESULTS)
 outcomes = score_outcomes(candidates[candidates["rqa"] == RQA])
 overall = seed_table(outcomes).query("test_set == 'overall (micro)'").set_index("reranker")
 gains = compare_to_baseline(outcomes, average="micro").table.loc[RQA]  # one row per reranker
+PRESENT = set(candidates.loc[candidates["rqa"] == RQA, "reranker"])
+SEEDS = candidates[candidates["reranker"] != "none"].groupby("reranker")["seed"].nunique()
+
+
+def have(*names):
+    """Whether every reranker in ``names`` has rows on the RQA here."""
+    return all(n in PRESENT for n in names)
+
+
+def pending(*names):
+    """The line a finding shows while its rerankers are not in results/ yet."""
+    missing = [n for n in names if n not in PRESENT]
+    return (
+        f"*not computed yet: needs `fqa run rerank --variants {','.join(missing)}` (see the manifest's "
+        "planned runs)*"
+    )
+
+
 PAPER = {
     "none": ("RQA alone", "rqa_alone"),
     "feedback_kl": ("+ FeedbackReranker", "feedback_reranker"),
@@ -74,37 +92,98 @@ PAPER = {
 }
 rows = {}
 for reranker, (label, key) in PAPER.items():
-    ours, g = overall.loc[reranker], gains.loc[reranker] if reranker in gains.index else None
-    rows[label] = {
+    row = {
         "paper (BERT)": f"{PAPER_OVERALL_ACCURACY[key]:.2f}",
-        "paper Δ": f"{PAPER_OVERALL_ACCURACY[key] - PAPER_OVERALL_ACCURACY['rqa_alone']:+.2f}",
-        f"ours ({RQA})": plus_minus(100 * ours["mean"], 100 * ours["sd"])
-        if ours["seeds"] > 1
-        else f"{100 * ours['mean']:.1f}",
-        "our Δ [95% CI]": ""
+        "paper Δ": ""
         if reranker == "none"
-        else f"{100 * g['delta']:+.2f}{NBSP}" + interval(100 * g["delta_ci_low"], 100 * g["delta_ci_high"]),
-        "p (Holm)": "" if reranker == "none" else f"{g['p_holm']:.3g}",
+        else f"{PAPER_OVERALL_ACCURACY[key] - PAPER_OVERALL_ACCURACY['rqa_alone']:+.2f}",
+        f"ours ({RQA})": "not run yet",
+        "seeds": "",
+        "our Δ [95% CI]": "",
+        "p (Holm)": "",
     }
-print(f"RQA: the paper's BERT poly-encoder; ours the {RQA} system (fine-tuned MiniLM + BM25)")
+    if reranker in overall.index:
+        ours = overall.loc[reranker]
+        row[f"ours ({RQA})"] = (
+            plus_minus(100 * ours["mean"], 100 * ours["sd"], 2)
+            if ours["seeds"] > 1
+            else f"{100 * ours['mean']:.2f}"
+        )
+        row["seeds"] = "" if reranker == "none" else str(int(SEEDS[reranker]))
+    if reranker in gains.index:
+        g = gains.loc[reranker]
+        row["our Δ [95% CI]"] = f"{100 * g['delta']:+.2f}{NBSP}" + interval(
+            100 * g["delta_ci_low"], 100 * g["delta_ci_high"]
+        )
+        row["p (Holm)"] = f"{g['p_holm']:.2g}"
+    rows[label] = row
+print(
+    f"RQA: the paper's BERT poly-encoder; ours the {RQA} system (fine-tuned MiniLM + BM25); Holm over the "
+    f"{len(gains)} rerankers on {RQA}"
+)
 display(pd.DataFrame(rows).T.rename_axis("system"))
 
 # %% tags=["hide-input"]
 # one-line answers: the same functions the chapters call
-score = score_ablation(candidates).table.droplevel("rule")
-s = score.loc[(RQA, "feedback_kl")]
 test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))
-per_item = per_item_rating_scores(
-    join_annotators(load_table(RESULTS, "rating_predictions.parquet"), test_items)
+predictions = load_table(RESULTS, "rating_predictions.parquet")
+LOSSES = ["feedback_kl", "feedback_ce_annotator", "feedback_ce_majority"]
+
+
+def ci(row, scale=100.0, digits=2, unit="points"):
+    """Δ unit [95% CI], Holm p of one comparison row, for a sentence."""
+    low, high = scale * row["delta_ci_low"], scale * row["delta_ci_high"]
+    unit = f" {unit}" if unit else ""
+    delta = f"{scale * row['delta']:+.{digits}f}{unit}"
+    return f"{delta} [{low:+.{digits}f}, {high:+.{digits}f}], Holm p {row['p_holm']:.2g}"
+
+
+paper_gain = PAPER_OVERALL_ACCURACY["combined_reranker"] - PAPER_OVERALL_ACCURACY["rqa_alone"]
+answers = []
+best = gains["delta"].astype(float).idxmax()
+improved = gains.loc[best, "p_holm"] < 0.05 and gains.loc[best, "delta"] > 0
+line = (
+    "**Does feedback improve the QA system?** "
+    + ("Yes" if improved else "Not significantly")
+    + f" on the {RQA} RQA here: its best reranker, `{best}`, changes accuracy by {ci(gains.loc[best])}; "
+    f"the paper's CombinedReranker adds {paper_gain:+.2f} on its own RQA."
 )
-losses = per_item[per_item["reranker"].isin(["feedback_kl", "feedback_ce_annotator", "feedback_ce_majority"])]
-loss = compare(
-    losses, system="reranker", baseline="feedback_kl", value="kl", keys=ITEM_KEYS, strata=["domain"]
-).table.loc["feedback_ce_majority"]
-loss_qa = compare_to_baseline(
-    outcomes[outcomes["reranker"].isin(["feedback_kl", "feedback_ce_annotator", "feedback_ce_majority"])],
-    baseline="feedback_kl",
-).table.loc[(RQA, "feedback_ce_majority")]
+weak = compare_to_baseline(score_outcomes(candidates[candidates["rqa"] == "bm25"]), average="micro").table
+if ("bm25", "combined") in weak.index and ("bm25", "feedback_kl") in weak.index:
+    line += (
+        f" On a weaker RQA (bm25) the combined reranker adds {ci(weak.loc[('bm25', 'combined')])}, and the "
+        f"feedback-only one {ci(weak.loc[('bm25', 'feedback_kl')])}."
+    )
+answers.append(line + " See {doc}`reranking`.")
+if have("feedback_kl"):
+    score = score_ablation(candidates).table.droplevel("rule")
+    s = score.loc[(RQA, "feedback_kl")]
+    answers.append(
+        f"**Score: P(Excellent) or the expected rating?** E[y]/3 - P(Excellent) with the feedback reranker on "
+        f"{RQA}: {ci(s)}; significant in {(score['p_holm'] < 0.05).sum()} of {len(score)} (RQA, reranker) "
+        "pairs. See {doc}`ablation_score`."
+    )
+else:
+    answers.append("**Score: P(Excellent) or the expected rating?** " + pending("feedback_kl"))
+if have("feedback_kl", "feedback_ce_majority"):
+    per_item = per_item_rating_scores(join_annotators(predictions, test_items))
+    losses = per_item[per_item["reranker"].isin(LOSSES)]
+    loss = compare(
+        losses, system="reranker", baseline="feedback_kl", value="kl", keys=ITEM_KEYS, strata=["domain"]
+    ).table.loc["feedback_ce_majority"]
+    loss_qa = compare_to_baseline(
+        outcomes[outcomes["reranker"].isin(LOSSES)], baseline="feedback_kl"
+    ).table.loc[(RQA, "feedback_ce_majority")]
+    answers.append(
+        f"**Loss: KL or cross-entropy on the majority label?** On feedback_test the majority-label model's KL "
+        f"to the annotators differs from the KL-trained one's by {ci(loss, 1.0, 3, 'nats')}; on {RQA}'s "
+        f"QA accuracy by {ci(loss_qa)}. See {{doc}}`ablation_loss`."
+    )
+else:
+    answers.append(
+        "**Loss: KL or cross-entropy on the majority label?** "
+        + pending("feedback_kl", "feedback_ce_majority")
+    )
 expl = load_table(RESULTS, "explanations.parquet").query("rating_source == 'majority'")
 humans = load_table(RESULTS, "explanation_humans.parquet")
 sim = compare(
@@ -116,88 +195,60 @@ sim = compare(
     strata=["domain"],
 ).table.loc["generator"]
 gen = expl[expl["explainer"] == "generator"]
-best = gains["delta"].idxmax()
-weak = compare_to_baseline(
-    score_outcomes(candidates[candidates["rqa"] == "bm25"]), average="micro"
-).table.loc["bm25"]
-
-
-def ci(row, scale=100.0, digits=2, unit="points"):
-    """Δ unit [95% CI], Holm p of one comparison row, for a sentence."""
-    low, high = scale * row["delta_ci_low"], scale * row["delta_ci_high"]
-    unit = f" {unit}" if unit else ""
-    delta = f"{scale * row['delta']:+.{digits}f}{unit}"
-    return f"{delta} [{low:+.{digits}f}, {high:+.{digits}f}], Holm p {row['p_holm']:.3g}"
-
-
-paper_gain = PAPER_OVERALL_ACCURACY["combined_reranker"] - PAPER_OVERALL_ACCURACY["rqa_alone"]
-
-
-answers = [
-    "**Does feedback improve the QA system?** "
-    + ("Yes" if gains.loc[best, "p_holm"] < 0.05 and gains.loc[best, "delta"] > 0 else "Not significantly")
-    + f" on the {RQA} RQA here: its best reranker, {best}, changes accuracy by {ci(gains.loc[best])}; "
-    f"the paper's "
-    f"CombinedReranker adds {paper_gain:+.2f}. On a weaker RQA (bm25) "
-    f"the combined reranker adds {ci(weak.loc['combined'])}, and the feedback-only one "
-    f"{ci(weak.loc['feedback_kl'])}. See {{doc}}`reranking`.",
-    f"**Score: P(Excellent) or the expected rating?** E[y]/3 - P(Excellent) with the feedback reranker on "
-    f"{RQA}: {ci(s)}; significant in {(score['p_holm'] < 0.05).sum()} of {len(score)} (RQA, reranker) pairs. "
-    f"See {{doc}}`ablation_score`.",
-    f"**Loss: KL or cross-entropy on the majority label?** On feedback_test the majority-label model's KL "
-    f"to the annotators differs from the KL-trained one's by {ci(loss, 1.0, 3, 'nats')}; on {RQA}'s "
-    f"QA accuracy by {ci(loss_qa)}. See {{doc}}`ablation_loss`.",
+answers.append(
     f"**Explanations.** The generator's explanations read as the rating they explain "
     f"{gen['consistent'].mean():.0%} of the time (annotators {humans['consistent'].mean():.0%}); embedding "
     f"similarity to the annotators' against the retrieval explainer: {ci(sim, 1.0, 3, '')}. "
-    "See {doc}`explanations`.",
-]
-explain_rate = load_table(RESULTS, "explain_rate_candidates.parquet")
-rate_only = candidates[(candidates["rqa"] == RQA) & (candidates["reranker"] == "feedback_kl")]
-both = score_outcomes(pd.concat([rate_only, explain_rate[explain_rate["rqa"] == RQA]], ignore_index=True))
-explain_vs_rate = compare_to_baseline(both, baseline="feedback_kl").table.loc[(RQA, "feedback_explain_rate")]
-explained = pd.concat(
-    [
-        load_table(RESULTS, "rating_predictions.parquet").query("reranker == 'feedback_kl'"),
-        load_table(RESULTS, "explain_rate_predictions.parquet"),
-        load_table(RESULTS, "explain_rate_paper_predictions.parquet"),
-    ],
-    ignore_index=True,
+    "See {doc}`explanations`."
 )
-rating_kl = compare(
-    per_item_rating_scores(join_annotators(explained, test_items)),
-    system="reranker",
-    baseline="feedback_kl",
-    value="kl",
-    keys=ITEM_KEYS,
-    strata=["domain"],
-).table
-paper_form = explained[explained["reranker"] == "feedback_explain_rate_paper"]
-paper_bad = (
-    paper_form[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].idxmax(axis=1) == "p_bad"
-).mean()
-answers.append(
-    f"**Explain, then rate?** Our explain-then-rate reranker against the rate-only one on {RQA}'s "
-    f"accuracy: {ci(explain_vs_rate)}; on its KL to the annotators of feedback_test: "
-    f"{ci(rating_kl.loc['feedback_explain_rate'], 1.0, 3, 'nats')}. The paper's form of it, trained as the "
-    f"paper trains it, rates {paper_bad:.0%} of the feedback_test items Bad (KL "
-    f"{ci(rating_kl.loc['feedback_explain_rate_paper'], 1.0, 3, 'nats')}). See {{doc}}`explain_rate`."
-)
+if have("feedback_kl"):
+    explain_rate = load_table(RESULTS, "explain_rate_candidates.parquet")
+    rate_only = candidates[(candidates["rqa"] == RQA) & (candidates["reranker"] == "feedback_kl")]
+    both = score_outcomes(pd.concat([rate_only, explain_rate[explain_rate["rqa"] == RQA]], ignore_index=True))
+    explain_vs_rate = compare_to_baseline(both, baseline="feedback_kl").table.loc[
+        (RQA, "feedback_explain_rate")
+    ]
+    explained = pd.concat(
+        [
+            predictions.query("reranker == 'feedback_kl'"),
+            load_table(RESULTS, "explain_rate_predictions.parquet"),
+            load_table(RESULTS, "explain_rate_paper_predictions.parquet"),
+        ],
+        ignore_index=True,
+    )
+    rating_kl = compare(
+        per_item_rating_scores(join_annotators(explained, test_items)),
+        system="reranker",
+        baseline="feedback_kl",
+        value="kl",
+        keys=ITEM_KEYS,
+        strata=["domain"],
+    ).table
+    paper_form = explained[explained["reranker"] == "feedback_explain_rate_paper"]
+    paper_bad = (
+        paper_form[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].idxmax(axis=1) == "p_bad"
+    ).mean()
+    answers.append(
+        f"**Explain, then rate?** Our explain-then-rate reranker against the rate-only one on {RQA}'s "
+        f"accuracy: {ci(explain_vs_rate)}; on its KL to the annotators of feedback_test: "
+        f"{ci(rating_kl.loc['feedback_explain_rate'], 1.0, 3, 'nats')}. The paper's form of it, trained as the "
+        f"paper trains it, rates {paper_bad:.0%} of the feedback_test items Bad (KL "
+        f"{ci(rating_kl.loc['feedback_explain_rate_paper'], 1.0, 3, 'nats')}). See {{doc}}`explain_rate`."
+    )
+else:
+    answers.append("**Explain, then rate?** " + pending("feedback_kl"))
 manifest = load_manifest(RESULTS)
 costs = {
     name: stage_cost(load_stage(RESULTS, name))
-    for name in ("rqa", "rerank", "explain", "beyond", "explain_rate")
+    for name in ("rqa", "relevance", "rerank", "explain", "beyond", "explain_rate", "explain_rate_paper")
     if name in manifest["stages"]
 }
 total = sum(m for m, _ in costs.values())
-# the paper's explain-then-rate form was computed by an earlier run: only its training time is recorded
-paper_train = sum(h["train_s"] for h in load_stage(RESULTS, "explain_rate_paper")["histories"].values()) / 60
 answers.append(
-    f"**Cost of reproducing** on this machine's 2 CPU cores: {total / 60:.1f} hours of compute ("
-    + ", ".join(f"`fqa run {n}` {m:.0f} min" for n, (m, _) in costs.items())
-    + f"), at most {max(p for _, p in costs.values()):.1f} GiB of memory, plus the paper's explain-then-rate "
-    f"form (`--explain-rate-form paper`: {paper_train:.0f} min of training recorded; its scoring time was "
-    "not recorded); the book itself builds from `results/` in minutes."
+    f"**Cost of reproducing** on 2 CPU cores: {total / 60:.1f} hours of compute for the results present ("
+    + ", ".join(f"`{n}` {m:.0f} min" for n, (m, _) in costs.items())
+    + f"), at most {max(p for _, p in costs.values()):.1f} GiB of memory; the book itself builds from "
+    "`results/` in minutes."
 )
 display(Markdown("\n".join(f"- {a}" for a in answers)))
 
@@ -251,7 +302,8 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # - {doc}`retrieval`: the RQA systems alone: accuracy@1 with confidence intervals, recall@k (the
 #   ceiling of reranking), the pooled MTEB view, what the temperatures do, and failures.
 # - {doc}`reranking`: the paper's main comparison: every RQA system alone and with each reranker
-#   (feedback, vanilla, combined; three seeds each), per domain and overall, with paired-bootstrap CIs,
+#   (the relevance model `vanilla`, the feedback rerankers continued from it, and the same losses trained
+#   from MiniLM), per domain and overall, with paired-bootstrap CIs,
 #   Holm-corrected p-values and win/tie/loss, beside the paper's numbers.
 # - {doc}`ablation_score`: P(Excellent) or the expected rating as the reranker's score.
 # - {doc}`ablation_loss`: KL to the annotator distribution or cross-entropy: rating quality,
@@ -276,9 +328,9 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # |---|---|---|---|
 # | reranker training feedback | all four `feedback_train` files | WHO `feedback_train` + four `feedback_valid` (the **available** protocol) | three files absent from the mirror |
 # | RQA model | BERT-base (or BART) poly-encoder, fine-tuned on GPU | all-MiniLM-L6-v2 bi-encoder (22.7M parameters) fine-tuned on 2 CPU cores; plus BM25 and zero-shot MiniLM | no model hub at run time; CPU budget |
-# | reranker model | a BERT cross-encoder, fully fine-tuned | all-MiniLM-L6-v2 cross-encoder (22.7M parameters) with a 4-way head, all six transformer layers trained (the token-embedding lookup is computed once and cached), max 128 tokens of question + passage, bfloat16 autocast; 3 seeds per variant | no model hub at run time; 128 tokens measured as good as 256 after one epoch at a third of the cost |
-# | vanilla reranker's pseudo-ratings | gold = Excellent, the RQA's top non-gold candidates = Bad | the same, on all 4,407 QA-train questions of the four feedback domains, one negative each drawn at random from the top 10 non-gold of **zero-shot MiniLM**, one epoch | one reranker for every RQA (decoupling); the fine-tuned RQA would cost its hour of training before the reranker starts |
-# | combined reranker | trained on QA pseudo-ratings and feedback together | the same seed's vanilla model continued on the feedback plus as many replayed pseudo pairs | the pseudo epoch is the stage's dearest step; paid once per seed |
+# | reranker model | a BERT cross-encoder, fully fine-tuned | all-MiniLM-L6-v2 cross-encoder (22.7M parameters) with a 4-way head, all six transformer layers trained, max 128 tokens of question + passage, float32 on the CPU; feedback variants 3 seeds each (the chapters say which seeds are present) | no model hub at run time; 128 tokens measured as good as 256 after one epoch at a third of the cost |
+# | where the rerankers start | a pretrained BART-large | a relevance model trained here (the `vanilla` row): QA-train questions of all five domains, gold = Excellent, three negatives drawn from **zero-shot MiniLM**'s top 10 non-gold = Bad, listwise loss, one epoch, seed 0, shared by every seed; every feedback reranker continues from it; the same feedback losses from MiniLM are the `*_scratch` rows | no pretrained relevance model offline; MiniLM fine-tuned on the feedback alone barely separates the gold passage (the `*_scratch` rows); one negative source for every RQA (decoupling) |
+# | combined reranker | trained on QA pseudo-ratings and feedback together | the relevance model continued on the feedback plus as many replayed pseudo pairs | the pseudo epoch is the stage's dearest step; paid once |
 # | what the rerankers rescore | the RQA's top 5 on the test sets | the same for all four RQA systems on the four feedback domains; Quebec's test sets (no feedback, outside the overall) are shown for the RQA alone | scoring costs as much as training (about 100 pairs/s on 2 cores); a pair two systems share is scored once |
 # | learning curves, transfer (not in the paper) | - | fractions of the `available` training feedback (1,545 rated pairs); a domain left out of training and model selection, against a control with as many pairs removed at random; one seed per run (seed 0); fraction 1 is the rerank stage's `feedback_kl` | what this data allows; a fully trained run costs about four minutes, and three seeds of 11 runs would break the stage's 90-minute budget |
 # | reranker epoch selection | feedback_valid | lowest KL to the annotators of a held-out 20% of the training questions (protocol `available`) | feedback_valid is training data in `available` |

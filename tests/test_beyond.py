@@ -396,3 +396,35 @@ def test_deep_rqa_rows_are_reused_only_while_they_match_the_candidates(tmp_path:
     assert _reused_deep_rqa_rows(tmp_path, other, 3) is None
     extra = pd.concat([candidates, rows("minilm", 2, 0.4)], ignore_index=True)
     assert _reused_deep_rqa_rows(tmp_path, extra, 3) is None  # a system the file lacks
+
+
+def test_training_resumed_from_a_checkpoint_ends_with_the_weights_of_an_uninterrupted_run(
+    tmp_path: Path,
+) -> None:
+    """Stopped mid-epoch (after step 3 of 2 epochs x 3 steps) and resumed: the same weights, bit for bit."""
+    import torch
+
+    from fqa_analysis.models.reranker import RerankConfig, TrainingInterruptedError, train_reranker
+
+    rng = np.random.default_rng(2)
+    hidden = rng.normal(size=(6, 5, 384)).astype(np.float16)
+    np.save(tmp_path / "hidden_0.npy", hidden)
+    np.save(tmp_path / "lengths_0.npy", np.array([5, 4, 3, 5, 4, 2], dtype=np.int32))
+    ids = ["a", "b", "c", "d", "e", "f"]
+    states = PairStates(tmp_path, {pid: (0, i) for i, pid in enumerate(ids)}, 1)
+    examples = [(pid, np.eye(4)[i % 4]) for i, pid in enumerate(ids[:5])]
+    select = [("f", np.array([0.0, 0.0, 1.0, 0.0]))]
+    # batch 2: three steps per epoch; dropout on, so the torch RNG state must be restored too
+    config = RerankConfig(frozen_layers=5, epochs=2, batch_size=2, bf16=False, lr=1e-3)
+    whole, whole_history = train_reranker(examples, select, states, config, seed=0)
+    checkpoint = tmp_path / "checkpoint.pt"
+    with pytest.raises(TrainingInterruptedError):
+        train_reranker(examples, select, states, config, seed=0, checkpoint=checkpoint, stop_after_steps=4)
+    assert torch.load(checkpoint, weights_only=False)["step"] == 4
+    resumed, resumed_history = train_reranker(examples, select, states, config, seed=0, checkpoint=checkpoint)
+    assert resumed_history["steps"] == whole_history["steps"] == 6
+    assert [e["select_kl"] for e in resumed_history["epochs"]] == [
+        e["select_kl"] for e in whole_history["epochs"]
+    ]
+    for key, value in whole.items():
+        assert torch.equal(value, resumed[key]), key

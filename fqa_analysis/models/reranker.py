@@ -33,6 +33,7 @@ from fqa_analysis.models.retrieval import minilm_checkpoint, minilm_path
 __all__ = [
     "PairStates",
     "RerankConfig",
+    "TrainingInterruptedError",
     "bf16_autocast",
     "encode_pairs",
     "listwise_loss",
@@ -294,6 +295,19 @@ class _Top:
         return self.head(self.dropout(pooled))
 
 
+#: Seconds of training between two checkpoints (the issue's rule: at most ten minutes of work lost).
+CHECKPOINT_EVERY_S = 300.0
+
+
+def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """Write a training checkpoint atomically (a crash mid-write leaves the previous one)."""
+    import torch
+
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
+
 def train_reranker(
     examples: Sequence[tuple[str, np.ndarray]],
     select: Sequence[tuple[str, np.ndarray]],
@@ -302,6 +316,9 @@ def train_reranker(
     seed: int,
     init: dict[str, Any] | None = None,
     groups: Sequence[Sequence[int]] | None = None,
+    checkpoint: Path | None = None,
+    checkpoint_every_s: float = CHECKPOINT_EVERY_S,
+    stop_after_steps: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Train one reranker on cached states; keep the epoch with the lowest held-out KL.
 
@@ -323,9 +340,19 @@ def train_reranker(
             with a fresh head.
         groups: Listwise groups of example indices, the positive first (every example in at most
             one group; examples outside every group are not trained on).
+        checkpoint: File to checkpoint to every ``checkpoint_every_s`` seconds of training (the
+            model, optimiser, scheduler, both RNGs, the epoch's order and position, the best epoch
+            so far); when it exists, training resumes from it and ends with the same weights as an
+            uninterrupted run.
+        checkpoint_every_s: Seconds between checkpoints.
+        stop_after_steps: Checkpoint and raise :class:`TrainingInterruptedError` after this many
+            optimiser steps (tests of the resume; needs ``checkpoint``).
 
     Returns:
         ``(state_dict of the best epoch, history)``.
+
+    Raises:
+        TrainingInterruptedError: ``stop_after_steps`` was reached.
     """
     import torch
     from transformers import get_linear_schedule_with_warmup
@@ -353,14 +380,30 @@ def train_reranker(
     targets = np.stack([t for _, t in examples]).astype(np.float32)
     best: dict[str, Any] = {}
     history: list[dict[str, float]] = []
-    best_kl, step = float("inf"), 0
-    for epoch in range(config.epochs):
+    best_kl, step, start_epoch = float("inf"), 0, 0
+    resume: dict[str, Any] | None = None
+    if checkpoint is not None and checkpoint.exists():
+        resume = torch.load(checkpoint, weights_only=False)
+        top.modules.load_state_dict(resume["modules"])
+        optimizer.load_state_dict(resume["optimizer"])
+        scheduler.load_state_dict(resume["scheduler"])
+        rng.bit_generator.state = resume["numpy_rng"]
+        torch.set_rng_state(resume["torch_rng"])
+        best, history, best_kl = resume["best"], resume["history"], resume["best_kl"]
+        step, start_epoch = resume["step"], resume["epoch"]
+    last_save = time.perf_counter()
+    for epoch in range(start_epoch, config.epochs):
         if step >= total:
             break
         top.modules.train()
-        t0, losses = time.perf_counter(), []
-        order = rng.permutation(len(units))
-        for lo in tqdm(range(0, len(order), per_batch), desc=f"rerank epoch {epoch + 1}", leave=False):
+        if resume is not None and resume["epoch"] == epoch:  # the interrupted epoch, where it stopped
+            order, first = resume["order"], resume["next"]
+            losses, elapsed = list(resume["losses"]), resume["elapsed_s"]
+        else:
+            order, first, losses, elapsed = rng.permutation(len(units)), 0, [], 0.0
+        t0 = time.perf_counter() - elapsed
+        batches = range(first, len(order), per_batch)
+        for lo in tqdm(batches, desc=f"rerank epoch {epoch + 1}", leave=False):
             if step >= total:
                 break
             chosen = [units[int(u)] for u in order[lo : lo + per_batch]]
@@ -379,6 +422,31 @@ def train_reranker(
             scheduler.step()
             losses.append(float(loss.detach()))
             step += 1
+            stopping = stop_after_steps is not None and step >= stop_after_steps
+            if checkpoint is not None and (stopping or time.perf_counter() - last_save >= checkpoint_every_s):
+                _save_checkpoint(
+                    checkpoint,
+                    {
+                        "modules": top.modules.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(),
+                        "numpy_rng": rng.bit_generator.state,
+                        "torch_rng": torch.get_rng_state(),
+                        "best": best,
+                        "history": history,
+                        "best_kl": best_kl,
+                        "step": step,
+                        "epoch": epoch,
+                        "order": order,
+                        "next": lo + per_batch,
+                        "losses": losses,
+                        "elapsed_s": time.perf_counter() - t0,
+                    },
+                )
+                last_save = time.perf_counter()
+            if stopping:
+                raise TrainingInterruptedError(f"stopped after {step} steps; checkpoint {checkpoint}")
+        # the selection pass draws no random numbers: the RNG state after it is the one before it
         probs = _predict(top, [s for s, _ in select], states, config)
         kl = mean_kl(np.stack([t for _, t in select]), probs)
         history.append(
@@ -393,6 +461,10 @@ def train_reranker(
             best_kl = kl
             best = {k: v.detach().cpu().clone() for k, v in top.modules.state_dict().items()}
     return best, {"epochs": history, "best_select_kl": best_kl, "steps": step}
+
+
+class TrainingInterruptedError(RuntimeError):
+    """Training stopped on purpose after a checkpoint (``stop_after_steps``); rerun to resume."""
 
 
 #: Column of Excellent in the head's output (labels ordered Bad .. Excellent).

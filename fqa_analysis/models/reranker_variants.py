@@ -53,6 +53,7 @@ from fqa_analysis.models.reranker_data import (
 from fqa_analysis.models.retrieval import SYSTEMS
 
 __all__ = [
+    "CHECKPOINT_FILE",
     "NEGATIVES_VERSION",
     "NEGATIVE_SOURCES",
     "RELEVANCE_LOSSES",
@@ -497,14 +498,28 @@ def train_or_load(
         return weights, history, folder, True
     if callable(states):
         states = states()
-    weights, history = train_reranker(
-        examples, select, states, model, seed, init=None if init is None else init[1], groups=groups
-    )
     folder.mkdir(parents=True, exist_ok=True)
+    # a run stopped mid-training resumes from its last checkpoint, to the same weights
+    checkpoint = folder / CHECKPOINT_FILE
+    weights, history = train_reranker(
+        examples,
+        select,
+        states,
+        model,
+        seed,
+        init=None if init is None else init[1],
+        groups=groups,
+        checkpoint=checkpoint,
+    )
     torch.save(history, folder / "history.pt")
     torch.save(weights, folder / "weights.tmp")
     (folder / "weights.tmp").replace(folder / "weights.pt")  # written last: marks the model done
+    checkpoint.unlink(missing_ok=True)
     return weights, history, folder, False
+
+
+#: File in a model's cache folder holding its training checkpoint until the model is done.
+CHECKPOINT_FILE = "checkpoint.pt"
 
 
 def relevance_model(
