@@ -35,7 +35,7 @@ from fqa_analysis.models.reranker_variants import (
 from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
 from fqa_analysis.stages.beyond import BeyondRunConfig
 from fqa_analysis.stages.explain_rate import ExplainRateRunConfig
-from fqa_analysis.stages.relevance import RECIPES
+from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig
 from fqa_analysis.stages.rqa import K, RQARunConfig
 
 #: Defaults shown in ``--help`` come from these instances, so help and behaviour cannot drift apart.
@@ -167,7 +167,8 @@ def _parser() -> argparse.ArgumentParser:
     run_p.add_argument(
         "--recipes",
         type=_choices(tuple(RECIPES)),
-        help=f"relevance stage: recipes to measure (default: {','.join(RECIPES)})",
+        help=f"relevance stage: recipes to measure, of {','.join(RECIPES)} "
+        f"(default: {','.join(RelevanceRunConfig.recipes)})",
     )
     run_p.add_argument(
         "--rescore",
@@ -444,9 +445,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.relevance_epochs is not None:
         rerank = replace(rerank, variant_epochs={**rerank.variant_epochs, "vanilla": args.relevance_epochs})
     if args.stage in ("all", "relevance"):
-        from fqa_analysis.stages.relevance import RelevanceRunConfig, run_relevance
+        from fqa_analysis.stages.relevance import run_relevance
 
-        relevance = RelevanceRunConfig(recipes=args.recipes or tuple(RECIPES), rerank=rerank)
+        relevance = RelevanceRunConfig(recipes=args.recipes or RelevanceRunConfig.recipes, rerank=rerank)
         _report(run_relevance(data_dir, args.out, relevance, args.cache_dir))
     if args.stage in ("all", "rerank"):
         _report(run_rerank(data_dir, args.out, rerank, args.cache_dir))

@@ -39,6 +39,7 @@ from fqa_analysis.core.results import load_table
 from fqa_analysis.models.reranker import CACHE_VERSION, PairStates, encode_pairs, pair_id
 from fqa_analysis.models.reranker_data import FeedbackExperiment, feedback_experiments
 from fqa_analysis.models.reranker_variants import (
+    RELEVANCE_SEED,
     VARIANTS,
     RerankInputs,
     RerankRunConfig,
@@ -176,9 +177,9 @@ def _experiment_rows(
         name = f"{run.experiment}/{run.setting}/seed{run.seed}"
         examples, select_ids = example_ids(run.fit, "kl"), example_ids(run.select, "kl")
         with stage(timings, f"{name}/train"):
-            # warm-started like the rerank stage's feedback_kl: from the same seed's relevance model
+            # warm-started like the rerank stage's feedback_kl: from the one relevance model
             v_weights, _, v_folder, _ = stage_model(
-                inputs, "vanilla", run.seed, states, config.rerank, cache_root
+                inputs, "vanilla", RELEVANCE_SEED, states, config.rerank, cache_root
             )
             weights, history, folder, cached = train_or_load(
                 "feedback_kl",

@@ -77,7 +77,7 @@ class ExplainRateRunConfig:
             (a pair two systems share is generated once).
         subset: First N items of every feedback split and of every test set (CI smoke runs).
         holdout: Held-out share of questions (``available`` protocol), as for the rerankers.
-        start: ``relevance``: the encoder's layers start from the same seed's relevance model
+        start: ``relevance``: the encoder's layers start from the one relevance model (shared by every seed)
             (the rerank stage's ``vanilla``, which the rate-only ``feedback_kl`` continues from:
             the two are compared on equal footing); ``minilm``: from MiniLM.
         relevance: The rerank stage's settings that name the relevance model (its recipe).

@@ -18,7 +18,7 @@ train on in :mod:`fqa_analysis.models.reranker_variants`: training data, loss, s
   MiniLM with the ``relevance_loss`` recipe (listwise by default,
   :func:`~fqa_analysis.models.reranker.train_reranker`);
 * ``feedback_kl``, ``feedback_ce_annotator``, ``feedback_ce_majority``: the feedback alone under
-  three losses, continued from the same seed's ``vanilla``;
+  three losses, continued from the one relevance model (``vanilla`` of seed 0, shared by every seed);
 * ``combined``: the feedback plus as many replayed pseudo pairs, KL, continued from ``vanilla``;
 * ``feedback_kl_scratch``, ``feedback_ce_annotator_scratch``, ``feedback_ce_majority_scratch``: the
   paper-faithful rows, the same feedback losses trained from MiniLM with a fresh head.
