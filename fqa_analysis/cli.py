@@ -35,6 +35,7 @@ from fqa_analysis.models.reranker_variants import (
 from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
 from fqa_analysis.stages.beyond import BeyondRunConfig
 from fqa_analysis.stages.explain_rate import ExplainRateRunConfig
+from fqa_analysis.stages.manifest import ConfigurationMismatchError
 from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig
 from fqa_analysis.stages.rqa import K, RQARunConfig
 
@@ -103,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
         "--epochs", type=_int_in(1), help=f"RQA fine-tuning epochs (default: {FineTuneConfig.epochs})"
     )
     run_p.add_argument("--max-steps", type=_int_in(1), help="stop every training after N steps (smoke runs)")
+    run_p.add_argument(
+        "--replace",
+        action="store_const",
+        const=True,
+        help="rqa / relevance / rerank: drop the stage's earlier runs in --out when they were computed under "
+        "another configuration (without it such a run is refused: a stage never mixes configurations)",
+    )
     run_p.add_argument(
         "--variants",
         type=_choices(tuple(VARIANTS)),
@@ -245,10 +253,10 @@ _RERANK_OPTIONS = {
 }
 STAGES: dict[str, set[str]] = {
     "all": set(),
-    "rqa": {"subset", "systems", "seed", "epochs", "max_steps"},
+    "rqa": {"subset", "systems", "seed", "epochs", "max_steps", "replace"},
     # the recipes set the relevance options themselves; the model options are shared
-    "relevance": {"subset", "recipes", "max_len", "device", "max_steps"},
-    "rerank": _RERANK_OPTIONS,
+    "relevance": {"subset", "recipes", "max_len", "device", "max_steps", "replace"},
+    "rerank": _RERANK_OPTIONS | {"replace"},
     "explain": {"subset", "explain_epochs", "explain_candidates", "max_steps"},
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
     "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth"},
@@ -418,7 +426,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             epochs=args.epochs or FineTuneConfig.epochs, seed=seed, max_steps=args.max_steps
         )
         config = RQARunConfig(systems=systems, subset=args.subset, seed=seed, finetune=finetune)
-        _report(run_rqa(data_dir, args.out, config, args.cache_dir))
+        _report(run_rqa(data_dir, args.out, config, args.cache_dir, replace_runs=bool(args.replace)))
     from fqa_analysis.stages.rerank import run_rerank
 
     defaults = RerankConfig()
@@ -448,9 +456,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from fqa_analysis.stages.relevance import run_relevance
 
         relevance = RelevanceRunConfig(recipes=args.recipes or RelevanceRunConfig.recipes, rerank=rerank)
-        _report(run_relevance(data_dir, args.out, relevance, args.cache_dir))
+        _report(run_relevance(data_dir, args.out, relevance, args.cache_dir, replace_runs=bool(args.replace)))
     if args.stage in ("all", "rerank"):
-        _report(run_rerank(data_dir, args.out, rerank, args.cache_dir))
+        _report(run_rerank(data_dir, args.out, rerank, args.cache_dir, replace_runs=bool(args.replace)))
     if args.stage in ("all", "explain"):
         from fqa_analysis.stages.explain import ExplainRunConfig, run_explain
 
@@ -517,6 +525,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except ConfigurationMismatchError as exc:  # refused before any work: a usage error
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

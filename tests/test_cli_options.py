@@ -115,3 +115,22 @@ def test_auto_resolves_to_what_torch_sees(monkeypatch: pytest.MonkeyPatch) -> No
     assert resolve_device("cpu") == "cpu"
     with pytest.raises(ValueError, match="unknown device 'gpu'"):
         resolve_device("gpu")
+
+
+@pytest.mark.parametrize("stage", ["rqa", "relevance", "rerank"])
+def test_a_run_under_another_configuration_is_refused_unless_replace(
+    stage: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import json
+
+    out = tmp_path / "out"
+    out.mkdir()
+    manifest = {"stages": {stage: {"config": {"k": 99, "subset": 3}, "histories": {}}}}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    code = main(["run", stage, "--data-dir", str(tmp_path), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"holds stage {stage} under another configuration (differs in: " in err
+    assert "add --replace" in err and len(err.strip().splitlines()) == 1
+    # nothing was written: the refusal comes before any work
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]

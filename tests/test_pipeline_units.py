@@ -265,3 +265,26 @@ def test_one_epoch_of_fine_tuning_is_kept_without_a_validation_pass(
     assert scored == []  # no validation pass
     assert history["best_epoch"] == 1 and history["epochs"][0]["valid_acc1"] is None
     assert (tmp_path / "minilm_ft" / system._fit_key / "best" / "config.json").exists()
+
+
+def test_accumulated_entry_keeps_runs_of_one_configuration_and_names_what_differs(tmp_path: Path) -> None:
+    from fqa_analysis.stages.manifest import ConfigurationMismatchError, accumulated_entry, update_manifest
+
+    update_manifest(
+        tmp_path / "manifest.json",
+        "rerank",
+        {
+            "config": {"model": {"lr": 1e-4, "bf16": False}, "seeds": [0], "variants": {"a": {}}},
+            "histories": {},
+        },
+    )
+    same = {"model": {"lr": 1e-4, "bf16": False}, "seeds": [1], "variants": {"b": {}}}
+    assert accumulated_entry(tmp_path, "rerank", same, ("seeds", "variants"))["config"]["seeds"] == [0]
+    other = {"model": {"lr": 5e-5, "bf16": True}, "seeds": [1], "variants": {}}
+    with pytest.raises(ConfigurationMismatchError, match=r"differs in: model\.bf16, model\.lr\)"):
+        accumulated_entry(tmp_path, "rerank", other, ("seeds", "variants"))
+    assert accumulated_entry(tmp_path, "rerank", other, ("seeds", "variants"), replace=True) == {}
+    # a dotted run field leaves out one nested setting only
+    nested = {"model": {"lr": 1e-4, "bf16": True}, "seeds": [0], "variants": {}}
+    assert accumulated_entry(tmp_path, "rerank", nested, ("seeds", "variants", "model.bf16")) != {}
+    assert accumulated_entry(tmp_path, "other_stage", same) == {}

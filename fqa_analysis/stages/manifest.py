@@ -16,7 +16,83 @@ from typing import Any
 
 from fqa_analysis.cache import atomic_write_json
 
-__all__ = ["add_compute_times", "manifest_entry", "model_training_compute", "provenance", "update_manifest"]
+__all__ = [
+    "ConfigurationMismatchError",
+    "accumulated_entry",
+    "add_compute_times",
+    "manifest_entry",
+    "model_training_compute",
+    "provenance",
+    "update_manifest",
+]
+
+
+class ConfigurationMismatchError(ValueError):
+    """A run's configuration differs from the one its stage already has in the results folder."""
+
+
+def _flat(record: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config record as ``dotted.key -> value`` (lists and scalars as leaves)."""
+    if not isinstance(record, dict) or not record:
+        return {prefix: record}
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        out.update(_flat(value, f"{prefix}{key}" if not isinstance(value, dict) else f"{prefix}{key}."))
+    return out
+
+
+def _comparable(record: dict[str, Any], run_fields: tuple[str, ...]) -> dict[str, Any]:
+    """A config record flattened, without the settings that only say which runs ran."""
+    flat = _flat(json.loads(json.dumps(record)))
+    return {k: v for k, v in flat.items() if not any(k == f or k.startswith(f + ".") for f in run_fields)}
+
+
+def accumulated_entry(
+    out_dir: Path,
+    stage_name: str,
+    config: dict[str, Any],
+    run_fields: tuple[str, ...] = (),
+    replace: bool = False,
+) -> dict[str, Any]:
+    """The stage's earlier manifest entry whose runs this run keeps beside its own: one rule for every stage.
+
+    A run's rows replace that run's rows; the stage's other runs stay when they were computed under
+    this run's configuration but for ``run_fields`` (which systems, variants, seeds or recipes ran;
+    a dotted name such as ``rerank.seeds`` leaves out a nested setting).
+    Under another configuration the run is refused (a stage never mixes configurations) unless
+    ``replace``, which drops the earlier runs. Called before any work, so a refusal costs nothing.
+
+    Returns:
+        The earlier entry to accumulate with, or ``{}`` (none, or ``replace``).
+
+    Raises:
+        ConfigurationMismatchError: Another configuration is there and ``replace`` is False; the
+            message names the folder, the differing settings and the fix.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> update_manifest(folder / "manifest.json", "s", {"config": {"lr": 1, "seeds": [0]}})
+        >>> accumulated_entry(folder, "s", {"lr": 1, "seeds": [1]}, ("seeds",))["config"]["seeds"]
+        [0]
+        >>> accumulated_entry(folder, "s", {"lr": 2, "seeds": [1]}, ("seeds",), replace=True)
+        {}
+    """
+    previous = manifest_entry(out_dir, stage_name)
+    if not previous:
+        return {}
+
+    before, now = _comparable(previous.get("config", {}), run_fields), _comparable(config, run_fields)
+    if before == now:
+        return previous
+    if replace:
+        return {}
+    differing = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+    raise ConfigurationMismatchError(
+        f"{out_dir / 'manifest.json'} holds stage {stage_name} under another configuration (differs in: "
+        f"{', '.join(differing[:6])}{', ...' if len(differing) > 6 else ''}); add --replace to drop its runs "
+        "and keep this one's, or write to another folder with --out"
+    )
 
 
 def provenance(timings: dict[str, Any], cache_version: str) -> dict[str, Any]:
@@ -83,13 +159,9 @@ def add_compute_times(
     the previous run's step began (e.g. scoring only the pairs a model had not scored yet): its
     ``compute_s`` is the previous one plus this run's.
     """
-
-    def same(record: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in json.loads(json.dumps(record)).items() if k not in ignore}
-
     previous: dict[str, Any] = {}
     old = manifest_entry(manifest_path.parent, stage_name)
-    if old and same(old.get("config", {})) == same(config):
+    if old and _comparable(old.get("config", {}), ignore) == _comparable(config, ignore):
         previous = old.get("timings", {})
     for step, record in timings.items():
         cached = from_cache.get(step, False)

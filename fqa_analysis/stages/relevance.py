@@ -40,8 +40,8 @@ from fqa_analysis.models.reranker_variants import (
 )
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import (
+    accumulated_entry,
     add_compute_times,
-    manifest_entry,
     model_training_compute,
     provenance,
     update_manifest,
@@ -159,14 +159,30 @@ def eval_candidates(
 
 
 def run_relevance(
-    data_dir: Path, out_dir: Path, config: RelevanceRunConfig | None = None, cache_root: Path | None = None
+    data_dir: Path,
+    out_dir: Path,
+    config: RelevanceRunConfig | None = None,
+    cache_root: Path | None = None,
+    replace_runs: bool = False,
 ) -> dict[str, Any]:
-    """Train every recipe's relevance model (seed 0) and score the held-out questions' candidates."""
+    """Train every recipe's relevance model (seed 0) and score the held-out questions' candidates.
+
+    Runs accumulate as in every stage (:func:`~fqa_analysis.stages.manifest.accumulated_entry`):
+    this run's recipes replace their rows, the folder's other recipes stay under the same
+    configuration; under another one the run is refused before any work unless ``replace_runs``.
+
+    Raises:
+        ConfigurationMismatchError: ``out_dir`` holds the stage under another configuration.
+    """
     config = config or RelevanceRunConfig()
     cache_root = cache_root or default_cache_root()
     unknown = [r for r in config.recipes if r not in RECIPES]
     if unknown:
         raise ValueError(f"unknown recipe(s) {unknown}; use some of {', '.join(RECIPES)}")
+    config_record = asdict(config)
+    # which recipes ran, and the rerank settings this stage does not read (variants, seeds, systems)
+    run_fields = ("recipes", "rerank.variants", "rerank.seeds", "rerank.score_rqa")
+    earlier_entry = accumulated_entry(out_dir, "relevance", config_record, run_fields, replace_runs)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
@@ -216,22 +232,21 @@ def run_relevance(
         }
     cols = ["recipe", "seed", "domain", "question_id", "passage_id", "rank", "is_gold", *RATING_COLUMNS]
     path = out_dir / "relevance_recipes.parquet"
-    # a run of some recipes keeps the rows (and records) of the others, as the rerank stage does
-    if path.exists():
+    # a run of some recipes keeps the rows (and records) of the others under the same configuration
+    if path.exists() and earlier_entry:
         kept = pd.read_parquet(path)
         frames.insert(0, kept[~kept["recipe"].isin(config.recipes)])
     out = pd.concat([f for f in frames if not f.empty], ignore_index=True)[cols]
     atomic_write_parquet(path, out)
-    earlier = manifest_entry(out_dir, "relevance").get("recipes", {})
+    earlier = earlier_entry.get("recipes", {})
     record = {**{k: v for k, v in earlier.items() if k in set(out["recipe"])}, **record}
-    config_record = asdict(config)
     manifest = out_dir / "manifest.json"
-    add_compute_times(manifest, "relevance", timings, from_cache, config_record, ("recipes",))
+    add_compute_times(manifest, "relevance", timings, from_cache, config_record, run_fields)
     model_training_compute(timings, {name: r["history"] for name, r in record.items()})
     entry_timings = {
         **{
             k: v
-            for k, v in manifest_entry(out_dir, "relevance").get("timings", {}).items()
+            for k, v in earlier_entry.get("timings", {}).items()
             if k.split("/")[0] in record and k.split("/")[0] not in config.recipes
         },
         **timings,

@@ -31,7 +31,6 @@ be downloaded here, so the project trains its own relevance model on QA data fir
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,7 @@ from fqa_analysis.models.reranker_variants import (
 )
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import (
+    accumulated_entry,
     add_compute_times,
     manifest_entry,
     model_training_compute,
@@ -69,31 +69,6 @@ __all__ = ["run_rerank"]
 _RUN_FIELDS: tuple[str, ...] = ("variants", "seeds", "score_rqa")
 
 
-def _accumulated_runs(previous: dict[str, Any], config_record: dict[str, Any], ran: set[str]) -> set[str]:
-    """The earlier entry's ``variant/seedN`` runs to keep beside this run's.
-
-    Kept only where the earlier run had this run's configuration (the relevance recipe, the
-    model settings, the data) but for which variants, seeds and RQA systems ran: so the stage can
-    be run a variant or a seed at a time (``--variants vanilla --seeds 0``) and accumulate. Under
-    another configuration the earlier runs are dropped, never mixed with this run's.
-
-    Example:
-        >>> runs = {"vanilla/seed0": {}, "vanilla/seed1": {}}
-        >>> old = {"config": {"model": 1, "seeds": [0]}, "histories": runs}
-        >>> sorted(_accumulated_runs(old, {"model": 1, "seeds": [1]}, {"vanilla/seed1"}))
-        ['vanilla/seed0']
-        >>> _accumulated_runs(old, {"model": 2, "seeds": [1]}, {"vanilla/seed1"})
-        set()
-    """
-
-    def comparable(record: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in json.loads(json.dumps(record)).items() if k not in _RUN_FIELDS}
-
-    if not previous or comparable(previous.get("config", {})) != comparable(config_record):
-        return set()
-    return set(previous.get("histories", {})) - ran
-
-
 def _kept_rows(frame: pd.DataFrame, stale: set[str], runs: set[str]) -> pd.DataFrame:
     """Rows of ``frame`` to keep: other rerankers' (e.g. the RQA alone), and the kept ``runs``'."""
     run = frame["reranker"].astype(str) + "/seed" + frame["seed"].astype(str)
@@ -104,11 +79,26 @@ def _kept_rows(frame: pd.DataFrame, stale: set[str], runs: set[str]) -> pd.DataF
 
 
 def run_rerank(
-    data_dir: Path, out_dir: Path, config: RerankRunConfig | None = None, cache_root: Path | None = None
+    data_dir: Path,
+    out_dir: Path,
+    config: RerankRunConfig | None = None,
+    cache_root: Path | None = None,
+    replace_runs: bool = False,
 ) -> dict[str, Any]:
-    """Run the rerank stage on top of the rqa stage's candidates in ``out_dir``."""
+    """Run the rerank stage on top of the rqa stage's candidates in ``out_dir``.
+
+    Runs accumulate (:func:`~fqa_analysis.stages.manifest.accumulated_entry`): this run's
+    ``variant/seedN`` rows replace their earlier rows, the folder's other runs stay when they
+    share this configuration; under another configuration the run is refused before any work
+    unless ``replace_runs``, which drops them.
+
+    Raises:
+        ConfigurationMismatchError: ``out_dir`` holds the stage under another configuration.
+    """
     config = config or RerankRunConfig()
     cache_root = cache_root or default_cache_root()
+    config_record = {**asdict(config), "variants": {v: VARIANTS[v]._asdict() for v in config.variants}}
+    previous = accumulated_entry(out_dir, "rerank", config_record, _RUN_FIELDS, replace_runs)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
@@ -158,12 +148,10 @@ def run_rerank(
         )
     reranked = pd.concat(new_rows, ignore_index=True)
     predictions = pd.concat(prediction_rows, ignore_index=True)
-    config_record = {**asdict(config), "variants": {v: VARIANTS[v]._asdict() for v in config.variants}}
-    previous = manifest_entry(out_dir, "rerank")
     ran = {f"{v}/seed{s}" for v, s in config.runs()}
-    earlier_runs = _accumulated_runs(previous, config_record, ran)
+    earlier_runs = set(previous.get("histories", {})) - ran
     # runs of another configuration (or another code's variants) never sit beside this one's
-    stale = set(VARIANTS) | set(previous.get("config", {}).get("variants", {}))
+    stale = set(VARIANTS) | set(manifest_entry(out_dir, "rerank").get("config", {}).get("variants", {}))
     table = pd.concat(
         [
             _kept_rows(candidates, stale, earlier_runs),

@@ -51,7 +51,7 @@ from fqa_analysis.models.retrieval import (
     make_system,
 )
 from fqa_analysis.profiling import stage
-from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
+from fqa_analysis.stages.manifest import accumulated_entry, add_compute_times, provenance, update_manifest
 from fqa_analysis.stages.outputs import write_candidates
 
 __all__ = ["RQARunConfig", "run_rqa"]
@@ -110,12 +110,41 @@ def _merge_rows(path: Path, new: pd.DataFrame, owned: pd.DataFrame) -> pd.DataFr
     return pd.concat([old[~mask], new], ignore_index=True)
 
 
+def _kept_system_rows(path: Path, systems: Sequence[str], keep: bool) -> list[pd.DataFrame]:
+    """The rows of an rqa-stage table of the systems this run does not compute, when they are kept."""
+    if not keep or not path.exists():
+        return []
+    old = pd.read_parquet(path)
+    return [old[~old["rqa"].isin(list(systems))]]
+
+
 def run_rqa(
-    data_dir: Path, out_dir: Path, config: RQARunConfig | None = None, cache_root: Path | None = None
+    data_dir: Path,
+    out_dir: Path,
+    config: RQARunConfig | None = None,
+    cache_root: Path | None = None,
+    replace_runs: bool = False,
 ) -> dict[str, Any]:
-    """Run the RQA stage; return its manifest entry. See the module docstring for outputs."""
+    """Run the RQA stage; return its manifest entry. See the module docstring for outputs.
+
+    Runs accumulate as in every stage (:func:`~fqa_analysis.stages.manifest.accumulated_entry`):
+    this run's systems replace their rows in every table; the folder's other systems stay when they
+    were computed under this configuration; under another one the run is refused before any work
+    unless ``replace_runs``, which drops them.
+
+    Raises:
+        ConfigurationMismatchError: ``out_dir`` holds the stage under another configuration.
+    """
     config = config or RQARunConfig()
     cache_root = cache_root or default_cache_root()
+    config_record = {
+        "systems": list(config.systems),
+        "k": config.k,
+        "subset": config.subset,
+        "seed": config.seed,
+        "finetune": config.finetune.__dict__,
+    }
+    earlier = accumulated_entry(out_dir, "rqa", config_record, ("systems",), replace_runs)
     protocol = data.training_protocol(data_dir)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
@@ -171,17 +200,24 @@ def run_rqa(
         systems_record[name] = {"fingerprint": system.fingerprint(), "fit": fit_record, "seed": seed}
     candidates = pd.concat(candidate_frames, ignore_index=True)
     owned = candidates[["protocol", "rqa", "reranker"]].drop_duplicates()
-    write_candidates(out_dir, _merge_rows(out_dir / "candidates.parquet", candidates, owned))
-    atomic_write_parquet(out_dir / "rqa_ranks.parquet", pd.concat(rank_frames, ignore_index=True))
-    atomic_write_parquet(out_dir / "rqa_temperatures.parquet", pd.DataFrame(temp_rows))
-    config_record = {
-        "systems": list(config.systems),
-        "k": config.k,
-        "subset": config.subset,
-        "seed": config.seed,
-        "finetune": config.finetune.__dict__,
-    }
+    merged = _merge_rows(out_dir / "candidates.parquet", candidates, owned)
+    if replace_runs:  # the other systems' RQA rows were computed under another configuration
+        merged = merged[merged["rqa"].isin(list(config.systems)) | (merged["reranker"] != NO_RERANKER)]
+    write_candidates(out_dir, merged)
+    keep = bool(earlier)
+    for name, frames in (
+        ("rqa_ranks.parquet", rank_frames),
+        ("rqa_temperatures.parquet", [pd.DataFrame(temp_rows)]),
+    ):
+        kept = _kept_system_rows(out_dir / name, config.systems, keep)
+        atomic_write_parquet(out_dir / name, pd.concat([*kept, *frames], ignore_index=True))
     add_compute_times(out_dir / "manifest.json", "rqa", timings, from_cache, config_record, ("systems",))
+    if keep:  # the other systems' records and step costs, as their run left them
+        others = [n for n in earlier.get("systems", {}) if n not in config.systems]
+        systems_record = {**{n: earlier["systems"][n] for n in others}, **systems_record}
+        carried = {k: v for k, v in earlier.get("timings", {}).items() if k.split("/")[0] in others}
+        timings = {**carried, **timings}
+        config_record["systems"] = [n for n in SYSTEMS if n in systems_record]
     entry = {
         "stage": "rqa",
         "protocol": protocol,
