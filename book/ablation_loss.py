@@ -91,6 +91,23 @@ means = (
 t = tests.set_index(["metric", "subset", "reranker"])
 h = qa.table.loc["hybrid"]
 lines = [
+    f"Losses present: {', '.join(f'`{v}`' for v in LOSSES)} (seeds: "
+    + "; ".join(
+        f"{v} {', '.join(map(str, sorted(predictions.loc[predictions['reranker'] == v, 'seed'].unique())))}"
+        for v in LOSSES
+    )
+    + ")"
+    + (
+        ""
+        if len(LOSSES) == 3
+        else "; not yet in `results/`: "
+        + ", ".join(
+            f"`{v}`"
+            for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority")
+            if v not in LOSSES
+        )
+    )
+    + ".",
     "On feedback_test (seed means): "
     + "; ".join(
         f"{v}: KL {means.loc[v, 'kl']:.3f}, accuracy {means.loc[v, 'accuracy']:.3f}, macro-F1 "
@@ -98,22 +115,30 @@ lines = [
         for v in LOSSES
     )
     + ".",
-    "The informative contrast, feedback_ce_majority against feedback_kl: KL "
-    + ", ".join(
-        f"{sub} {t.loc[('kl', sub, 'feedback_ce_majority'), 'delta']:+.3f} nats (Holm p "
-        f"{t.loc[('kl', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
-        for sub in AGREEMENT_SUBSETS
+]
+if "feedback_ce_majority" in LOSSES:
+    lines.append(
+        "The informative contrast, feedback_ce_majority against feedback_kl: KL "
+        + ", ".join(
+            f"{sub} {t.loc[('kl', sub, 'feedback_ce_majority'), 'delta']:+.3f} nats (Holm p "
+            f"{t.loc[('kl', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
+            for sub in AGREEMENT_SUBSETS
+        )
+        + "; argmax accuracy "
+        + ", ".join(
+            f"{sub} {t.loc[('correct', sub, 'feedback_ce_majority'), 'delta']:+.3f} (Holm p "
+            f"{t.loc[('correct', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
+            for sub in AGREEMENT_SUBSETS
+        )
+        + "."
     )
-    + "; argmax accuracy "
-    + ", ".join(
-        f"{sub} {t.loc[('correct', sub, 'feedback_ce_majority'), 'delta']:+.3f} (Holm p "
-        f"{t.loc[('correct', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
-        for sub in AGREEMENT_SUBSETS
+if "feedback_ce_annotator" in LOSSES:
+    lines.append(
+        "feedback_ce_annotator against feedback_kl (the same expected gradient): KL all items "
+        f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'delta']:+.3f} nats (Holm p "
+        f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'p_holm']:.3g})."
     )
-    + ".",
-    "feedback_ce_annotator against feedback_kl (the same expected gradient): KL all items "
-    f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'delta']:+.3f} nats (Holm p "
-    f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'p_holm']:.3g}).",
+lines += [
     "QA accuracy on the hybrid RQA against feedback_kl: "
     + "; ".join(f"{v} {100 * r['delta']:+.2f} points (Holm p {r['p_holm']:.3g})" for v, r in h.iterrows())
     + ".",
@@ -123,7 +148,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # %% [markdown]
 # ## Rating quality per loss
 #
-# Mean ± sd over the three seeds, on all items and split by agreement: **unanimous** (all three annotators gave the same rating) and **disagree** (at least two different ratings). Majority ties go to the lower rating.
+# Mean ± sd over each loss's seeds (the value alone where a loss has one seed; the findings list the seeds present), on all items and split by agreement: **unanimous** (all three annotators gave the same rating) and **disagree** (at least two different ratings). Majority ties go to the lower rating.
 
 # %% tags=["hide-input"]
 metrics = ["accuracy", "macro_f1", "kl", "ece_excellent"]
@@ -132,7 +157,8 @@ summary = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mea
 cells = pd.DataFrame(
     {
         HEADERS[m]: [
-            plus_minus(a, b, 3) for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)
+            plus_minus(a, b, 3) if b == b else f"{a:.3f}"  # NaN sd: a single seed
+            for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)
         ]
         for m in metrics
     },
@@ -187,7 +213,7 @@ plt.show()
 # %% [markdown]
 # ## Are the differences significant?
 #
-# Per item, KL and argmax-correctness are averaged over the three seeds; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the two losses within a (metric, subset). For KL a negative delta means the loss is *better* than KL.
+# Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset). For KL a negative delta means the loss is *better* than KL.
 
 # %% tags=["hide-input"]
 print("items per subset:", tests.drop_duplicates("subset").set_index("subset")["n"].to_dict())
