@@ -145,42 +145,6 @@ def test_a_model_in_training_does_not_share_the_embedding_memo() -> None:
     assert private._memo is not shared_a._memo
 
 
-def test_frozen5_candidates_join_the_rqa_rows_and_are_checked(tmp_path: Path) -> None:
-    import pandas as pd
-
-    from fqa_analysis.core.results import load_frozen5_candidates
-    from fqa_analysis.errors import DataError
-
-    base = {"protocol": "available", "rqa": "hybrid", "seed": 0, "domain": "WHO", "split": "test"}
-    none = pd.DataFrame(
-        {
-            **base,
-            "reranker": "none",
-            "question_id": [0, 0],
-            "question": "q",
-            "passage_id": [3, 4],
-            "rqa_rank": [1, 2],
-            "p_rqa": [0.6, 0.3],
-            "p_bad": np.nan,
-            "p_could_be_improved": np.nan,
-            "p_acceptable": np.nan,
-            "p_excellent": np.nan,
-            "is_gold": [False, True],
-        }
-    )
-    old = none.assign(reranker="vanilla", p_bad=[0.5, 0.1], p_could_be_improved=0.0, p_acceptable=0.0)
-    old["p_excellent"] = [0.5, 0.9]
-    new = old.assign(reranker="combined")
-    none.pipe(lambda t: pd.concat([t, new])).to_parquet(tmp_path / "candidates.parquet")
-    old.to_parquet(tmp_path / "frozen5_candidates.parquet")
-    frame = load_frozen5_candidates(tmp_path)
-    assert sorted(set(frame["reranker"])) == ["none", "vanilla"]  # the new rerankers are left out
-    assert frame[frame["reranker"] == "vanilla"]["p_excellent"].tolist() == [0.5, 0.9]
-    old.assign(p_bad=0.9).to_parquet(tmp_path / "frozen5_candidates.parquet")  # rows no longer sum to 1
-    with pytest.raises(DataError, match=r"frozen5_candidates\.parquet.*do not sum to 1"):
-        load_frozen5_candidates(tmp_path)
-
-
 def test_score_cached_runs_only_pairs_the_model_never_scored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,9 +18,7 @@ from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.errors import DataError, DataProblem
 
 __all__ = [
-    "FROZEN5_TABLE",
     "load_candidates",
-    "load_frozen5_candidates",
     "load_manifest",
     "load_relevance_recipes",
     "load_stage",
@@ -30,7 +28,6 @@ __all__ = [
 ]
 
 #: The frozen-lower-layer rerankers' candidate rows (a fixed snapshot; results/README.md: how it was made).
-FROZEN5_TABLE = "frozen5_candidates.parquet"
 
 FIX = "run `fqa run` to produce it, or check out the committed results/ folder"
 
@@ -52,23 +49,6 @@ def load_candidates(results_dir: Path) -> pd.DataFrame:
     """``candidates.parquet``, checked against the contract of ARCHITECTURE.md#results-contract."""
     frame = load_table(results_dir, "candidates.parquet")
     validate_candidates(frame, results_dir / "candidates.parquet")
-    return frame
-
-
-def load_frozen5_candidates(results_dir: Path) -> pd.DataFrame:
-    """The candidate table as the frozen-lower-layer rerankers left it (commit c6e5a17).
-
-    The RQA rows (reranker ``none``) of ``candidates.parquet`` and the reranked rows of
-    ``frozen5_candidates.parquet``: the rerankers with five of MiniLM's six layers frozen,
-    rescoring the four feedback domains. The reranking chapter reads it as its capacity row; the
-    "Beyond the paper" chapters read it because their stage was computed on those rerankers.
-    Checked against the contract like ``candidates.parquet``.
-    """
-    rqa = load_candidates(results_dir)
-    rqa = rqa[rqa["reranker"] == "none"]
-    frozen = load_table(results_dir, FROZEN5_TABLE)
-    frame = pd.concat([rqa, frozen[rqa.columns]], ignore_index=True)
-    validate_candidates(frame, results_dir / FROZEN5_TABLE)
     return frame
 
 
