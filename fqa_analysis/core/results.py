@@ -18,16 +18,18 @@ from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.errors import DataError, DataProblem
 
 __all__ = [
+    "RERANK_RUN_FIELDS",
+    "comparable_config",
     "load_candidates",
     "load_manifest",
     "load_relevance_recipes",
     "load_stage",
     "load_table",
+    "rerankers_current",
     "results_dir",
     "stage_cost",
 ]
 
-#: The frozen-lower-layer rerankers' candidate rows (a fixed snapshot; results/README.md: how it was made).
 
 FIX = "run `fqa run` to produce it, or check out the committed results/ folder"
 
@@ -151,3 +153,56 @@ def stage_cost(stage: dict[str, Any]) -> tuple[float, float]:
     minutes = sum(float(t.get("compute_s", t["wall_s"])) for t in timings) / 60
     peak_mb = max(float(t.get("compute_peak_rss_mb", t.get("peak_rss_mb", 0.0))) for t in timings)
     return round(minutes, 2), round(peak_mb / 1024, 2)
+
+
+#: Settings of the rerank stage that only say which of its runs ran (variants, seeds, RQA systems
+#: rescored): two records that differ only there describe the same rerankers.
+RERANK_RUN_FIELDS: tuple[str, ...] = ("variants", "seeds", "score_rqa")
+
+
+def _flat(record: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(record, dict) or not record:
+        return {prefix: record}
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        out.update(_flat(value, f"{prefix}{key}." if isinstance(value, dict) and value else f"{prefix}{key}"))
+    return out
+
+
+def comparable_config(record: dict[str, Any], run_fields: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A config record flattened to ``dotted.key -> value``, without the settings that only name runs.
+
+    A name in ``run_fields`` leaves out that key and everything under it (``rerank.seeds`` leaves
+    out one nested setting). Two records describe the same configuration when these are equal.
+
+    Example:
+        >>> comparable_config({"model": {"lr": 1, "bf16": False}, "seeds": [0]}, ("seeds",))
+        {'model.lr': 1, 'model.bf16': False}
+    """
+    flat = _flat(json.loads(json.dumps(record)))
+    return {k: v for k, v in flat.items() if not any(k == f or k.startswith(f + ".") for f in run_fields)}
+
+
+def rerankers_current(recorded: dict[str, Any] | None, rerank_stage: dict[str, Any]) -> bool:
+    """Whether a stage built on the rerankers was computed on the rerank stage's present configuration.
+
+    Args:
+        recorded: The rerank settings the other stage recorded in its manifest entry (e.g.
+            ``beyond``'s ``config.rerank``); None where it recorded none.
+        rerank_stage: The rerank stage's manifest entry.
+
+    Returns:
+        True when both describe the same rerankers (up to which variants, seeds and RQA systems
+        ran); a chapter that joins the two stages' rows computes only then.
+
+    Example:
+        >>> rerank = {"config": {"model": {"lr": 1}, "seeds": [0], "variants": {"a": {}}}}
+        >>> rerankers_current({"model": {"lr": 1}, "seeds": [0, 1, 2]}, rerank)
+        True
+        >>> rerankers_current({"model": {"lr": 2}}, rerank), rerankers_current(None, rerank)
+        (False, False)
+    """
+    if not recorded:
+        return False
+    here = comparable_config(rerank_stage.get("config", {}), RERANK_RUN_FIELDS)
+    return comparable_config(recorded, RERANK_RUN_FIELDS) == here

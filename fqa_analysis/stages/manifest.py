@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fqa_analysis.cache import atomic_write_json
+from fqa_analysis.core.results import comparable_config
 
 __all__ = [
     "ConfigurationMismatchError",
@@ -29,22 +30,6 @@ __all__ = [
 
 class ConfigurationMismatchError(ValueError):
     """A run's configuration differs from the one its stage already has in the results folder."""
-
-
-def _flat(record: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested config record as ``dotted.key -> value`` (lists and scalars as leaves)."""
-    if not isinstance(record, dict) or not record:
-        return {prefix: record}
-    out: dict[str, Any] = {}
-    for key, value in record.items():
-        out.update(_flat(value, f"{prefix}{key}" if not isinstance(value, dict) else f"{prefix}{key}."))
-    return out
-
-
-def _comparable(record: dict[str, Any], run_fields: tuple[str, ...]) -> dict[str, Any]:
-    """A config record flattened, without the settings that only say which runs ran."""
-    flat = _flat(json.loads(json.dumps(record)))
-    return {k: v for k, v in flat.items() if not any(k == f or k.startswith(f + ".") for f in run_fields)}
 
 
 def accumulated_entry(
@@ -82,7 +67,10 @@ def accumulated_entry(
     if not previous:
         return {}
 
-    before, now = _comparable(previous.get("config", {}), run_fields), _comparable(config, run_fields)
+    before, now = (
+        comparable_config(previous.get("config", {}), run_fields),
+        comparable_config(config, run_fields),
+    )
     if before == now:
         return previous
     if replace:
@@ -161,7 +149,7 @@ def add_compute_times(
     """
     previous: dict[str, Any] = {}
     old = manifest_entry(manifest_path.parent, stage_name)
-    if old and _comparable(old.get("config", {}), ignore) == _comparable(config, ignore):
+    if old and comparable_config(old.get("config", {}), ignore) == comparable_config(config, ignore):
         previous = old.get("timings", {})
     for step, record in timings.items():
         cached = from_cache.get(step, False)
