@@ -157,8 +157,7 @@ summary = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mea
 cells = pd.DataFrame(
     {
         HEADERS[m]: [
-            plus_minus(a, b, 3) if b == b else f"{a:.3f}"  # NaN sd: a single seed
-            for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)
+            plus_minus(a, b, 3) for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)
         ]
         for m in metrics
     },

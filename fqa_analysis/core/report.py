@@ -37,12 +37,17 @@ def breakable(label: str) -> str:
 
 
 def plus_minus(mean: float, sd: float, digits: int = 1) -> str:
-    """``mean ± sd`` joined by no-break spaces, so the cell never wraps.
+    """``mean ± sd`` joined by no-break spaces, so the cell never wraps; the mean alone where sd is NaN.
+
+    An sd over a single seed is NaN (pandas' ``std``): the cell then shows the one value, never
+    "± nan".
 
     Example:
-        >>> plus_minus(46.43, 0.61).replace(NBSP, " ")
-        '46.4 ± 0.6'
+        >>> plus_minus(46.43, 0.61).replace(NBSP, " "), plus_minus(46.43, float("nan"))
+        ('46.4 ± 0.6', '46.4')
     """
+    if sd != sd:  # NaN: one seed
+        return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f}{NBSP}±{NBSP}{sd:.{digits}f}"
 
 
