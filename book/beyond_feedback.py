@@ -45,29 +45,51 @@ from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import comparison_table, interval, markdown_records
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, score_outcomes
-from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
+from fqa_analysis.core.results import load_candidates, load_stage, load_table, rerankers_current, results_dir
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
 stage = load_stage(RESULTS, "beyond")
 RQA = stage["config"]["rqa"]
-experiments = load_table(RESULTS, "feedback_experiments.parquet")
-exp_candidates = experiment_candidates(experiments, candidates, RQA)
 alone = candidates[(candidates["rqa"] == RQA) & (candidates["reranker"] == "none")]
 alone = alone[alone["domain"].isin(data.FEEDBACK_DOMAINS)]
-outcomes = score_outcomes(pd.concat([alone, exp_candidates[CANDIDATE_COLUMNS]], ignore_index=True))
-test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))
-exp_ratings = load_table(RESULTS, "feedback_experiment_ratings.parquet")
-exp_ratings["reranker"] = exp_ratings["experiment"] + ":" + exp_ratings["setting"]
-items = item_outcomes(per_item_rating_scores(join_annotators(exp_ratings, test_items)))
-runs = pd.DataFrame(
-    [
-        {"run": k, **{c: v for c, v in r.items() if c != "history"}}
-        for k, r in stage["experiment_runs"].items()
-    ]
+# the learning-curve and transfer runs continue from the rerank stage's models (fraction 1 is its
+# feedback_kl): shown only when the beyond stage ran on the rerank stage's present rerankers
+CURRENT = rerankers_current(stage["config"].get("rerank"), load_stage(RESULTS, "rerank"))
+PENDING = Markdown(
+    "*Not shown: `fqa run beyond` last ran on other rerankers than the rerank stage's present ones (compare "
+    "the two stages' configurations in `results/manifest.json`); its learning-curve and transfer runs return "
+    "here when the stage is rerun on the current rerankers.*"
 )
-runs[["experiment", "setting", "seed"]] = runs["run"].str.split("/", expand=True)
-print(f"RQA {RQA}; {len(runs)} reranker runs; {outcomes.question_id.size:,} (run, question) outcomes")
+print(
+    f"RQA {RQA}; the beyond stage's runs "
+    + (
+        "are computed on the rerank stage's present rerankers"
+        if CURRENT
+        else "await a rerun on the present rerankers"
+    )
+)
+
+# %% tags=["hide-input"]
+if CURRENT:
+    experiments = load_table(RESULTS, "feedback_experiments.parquet")
+    exp_candidates = experiment_candidates(experiments, candidates, RQA)
+    outcomes = score_outcomes(pd.concat([alone, exp_candidates[CANDIDATE_COLUMNS]], ignore_index=True))
+    test_items = item_ratings(
+        data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))
+    )
+    exp_ratings = load_table(RESULTS, "feedback_experiment_ratings.parquet")
+    exp_ratings["reranker"] = exp_ratings["experiment"] + ":" + exp_ratings["setting"]
+    items = item_outcomes(per_item_rating_scores(join_annotators(exp_ratings, test_items)))
+    runs = pd.DataFrame(
+        [
+            {"run": k, **{c: v for c, v in r.items() if c != "history"}}
+            for k, r in stage["experiment_runs"].items()
+        ]
+    )
+    runs[["experiment", "setting", "seed"]] = runs["run"].str.split("/", expand=True)
+    print(f"{len(runs)} reranker runs; {outcomes.question_id.size:,} (run, question) outcomes")
+
 
 # %% [markdown]
 # ## Findings
@@ -78,7 +100,7 @@ print(f"RQA {RQA}; {len(runs)} reranker runs; {outcomes.question_id.size:,} (run
 # :format: myst
 # ```
 #
-# **Reading.** More feedback brings the reranker's rating distributions measurably closer to the annotators' (every smaller fraction has a significantly higher KL than the full feedback, 10% by far the most) but moves QA accuracy at no size: what the reranker learns from ratings does not tell it which of five similar passages is the gold one. In rating quality, transfer is domain-specific: without its own feedback the reranker is significantly worse on Australia's items than the size-matched control, on UK's it is slightly better, on CDC's and WHO's no different; QA accuracy differs in no domain. The best system's errors are mostly misranked top-5 answers, and about half of all wrong answers come from the gold passage's own FAQ page: near-duplicates that a passage-level metric counts as wrong, though a user reading the page may find the answer.
+#
 
 # %% [markdown]
 # ## 4. How much feedback is needed
@@ -86,65 +108,80 @@ print(f"RQA {RQA}; {len(runs)} reranker runs; {outcomes.question_id.size:,} (run
 # Fractions are nested (the 10% questions lie inside the 25%, and so on) and stratified by domain; model selection always uses the same held-out pairs; fraction 1 is the `feedback_kl` model (seed 0) of the reranking chapter. QA accuracy (points) and the difference from the RQA alone with its 95% CI and Holm-corrected p (paired bootstrap over the 1,992 questions, stratified by test set, B = 10,000):
 
 # %% tags=["hide-input"]
-fraction_rows = outcomes[outcomes["reranker"].str.startswith("fraction:") | (outcomes["reranker"] == "none")]
-curve_cmp = compare(
-    fraction_rows, system="reranker", baseline="none", within=["rqa"], commit=stage["git_commit"]
-)
-curve = curve_cmp.table.droplevel("rqa")  # one RQA system: one row per feedback fraction
-accuracy = fraction_rows.groupby("reranker")["correct"].mean().rename("accuracy")
-sizes = runs[runs["experiment"] == "fraction"].groupby("setting")["fit_pairs"].mean()
-learning = curve[["delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm"]]
-learning = (
-    (100 * accuracy)
-    .to_frame()
-    .join(100 * learning[["delta", "delta_ci_low", "delta_ci_high"]])
-    .join(learning[["p_value", "p_holm"]])
-)
-learning.insert(0, "training pairs", [sizes.get(r.split(":")[-1], 0) for r in learning.index])
-print(curve_cmp.signature())
-comparison_table(curve, names=["feedback used"], delta_header="Δ vs RQA alone").assign(
-    **{"training pairs": [int(sizes.get(r.split(":")[-1], 0)) for r in curve.index]}
-)
+if CURRENT:
+    fraction_rows = outcomes[
+        outcomes["reranker"].str.startswith("fraction:") | (outcomes["reranker"] == "none")
+    ]
+    curve_cmp = compare(
+        fraction_rows, system="reranker", baseline="none", within=["rqa"], commit=stage["git_commit"]
+    )
+    curve = curve_cmp.table.droplevel("rqa")  # one RQA system: one row per feedback fraction
+    accuracy = fraction_rows.groupby("reranker")["correct"].mean().rename("accuracy")
+    sizes = runs[runs["experiment"] == "fraction"].groupby("setting")["fit_pairs"].mean()
+    learning = curve[["delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm"]]
+    learning = (
+        (100 * accuracy)
+        .to_frame()
+        .join(100 * learning[["delta", "delta_ci_low", "delta_ci_high"]])
+        .join(learning[["p_value", "p_holm"]])
+    )
+    learning.insert(0, "training pairs", [sizes.get(r.split(":")[-1], 0) for r in learning.index])
+    print(curve_cmp.signature())
+    display(
+        comparison_table(curve, names=["feedback used"], delta_header="Δ vs RQA alone").assign(
+            **{"training pairs": [int(sizes.get(r.split(":")[-1], 0)) for r in curve.index]}
+        )
+    )
+else:
+    display(PENDING)
 
 # %% [markdown]
 # Rating quality on feedback_test as the feedback grows: mean KL(annotators || P_phi) in nats with a 95% bootstrap CI over items, and the difference from the full model (fraction 1), Holm over the three smaller fractions:
 
 # %% tags=["hide-input"]
-frac_items = items[items["reranker"].str.startswith("fraction:")]
-kl_frac = accuracy_by(frac_items, ["reranker"], column="kl")
-kl_cmp = compare(frac_items, system="reranker", baseline="fraction:1", value="kl", commit=stage["git_commit"])
-kl_table = kl_frac.set_index("reranker").join(
-    kl_cmp.table[["delta", "delta_ci_low", "delta_ci_high", "p_holm"]]
-)
-print(kl_cmp.signature())
-comparison_table(
-    kl_cmp,
-    names=["feedback used"],
-    scale=1.0,
-    digits=4,
-    mean_header="KL (nats)",
-    delta_header="Δ vs fraction 1",
-).drop(columns="W / T / L", errors="ignore")
+if CURRENT:
+    frac_items = items[items["reranker"].str.startswith("fraction:")]
+    kl_frac = accuracy_by(frac_items, ["reranker"], column="kl")
+    kl_cmp = compare(
+        frac_items, system="reranker", baseline="fraction:1", value="kl", commit=stage["git_commit"]
+    )
+    kl_table = kl_frac.set_index("reranker").join(
+        kl_cmp.table[["delta", "delta_ci_low", "delta_ci_high", "p_holm"]]
+    )
+    print(kl_cmp.signature())
+    display(
+        comparison_table(
+            kl_cmp,
+            names=["feedback used"],
+            scale=1.0,
+            digits=4,
+            mean_header="KL (nats)",
+            delta_header="Δ vs fraction 1",
+        ).drop(columns="W / T / L", errors="ignore")
+    )
+
 
 # %% mystnb={"figure": {"caption": "Left: accuracy gain of the reranked hybrid over the hybrid alone (points, 95% CI) against the share of the training feedback used; right: KL from the annotators' distribution to P_phi on feedback_test (nats, 95% CI). One seed per run; log-scaled x axis."}} tags=["hide-input"]
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
-gain = curve.reset_index().assign(fraction=lambda f: f["reranker"].str.split(":").str[1].astype(float))
-gain = gain.assign(
-    **{c: 100 * gain[c] for c in ("delta", "delta_ci_low", "delta_ci_high")}, system="feedback_kl"
-)
-plot_lines(gain, "fraction", "delta", "system", "delta_ci_low", "delta_ci_high", ax=axes[0])
-axes[0].axhline(0, color="grey", linewidth=0.8)
-axes[0].set_ylabel("accuracy gain over the RQA alone (points)")
-kl_plot = kl_frac.assign(
-    fraction=kl_frac["reranker"].str.split(":").str[1].astype(float), system="feedback_kl"
-)
-plot_lines(kl_plot, "fraction", "mean", "system", "ci_low", "ci_high", ax=axes[1])
-axes[1].set_ylabel("KL to annotators on feedback_test (nats)")
-for ax in axes:
-    ax.set_xscale("log")
-    ax.set_xlabel("share of the training questions")
-plt.tight_layout()
-plt.show()
+if CURRENT:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    gain = curve.reset_index().assign(fraction=lambda f: f["reranker"].str.split(":").str[1].astype(float))
+    gain = gain.assign(
+        **{c: 100 * gain[c] for c in ("delta", "delta_ci_low", "delta_ci_high")}, system="feedback_kl"
+    )
+    plot_lines(gain, "fraction", "delta", "system", "delta_ci_low", "delta_ci_high", ax=axes[0])
+    axes[0].axhline(0, color="grey", linewidth=0.8)
+    axes[0].set_ylabel("accuracy gain over the RQA alone (points)")
+    kl_plot = kl_frac.assign(
+        fraction=kl_frac["reranker"].str.split(":").str[1].astype(float), system="feedback_kl"
+    )
+    plot_lines(kl_plot, "fraction", "mean", "system", "ci_low", "ci_high", ax=axes[1])
+    axes[1].set_ylabel("KL to annotators on feedback_test (nats)")
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("share of the training questions")
+    plt.tight_layout()
+    plt.show()
+
 
 # %% [markdown]
 # ## 5. Transfer across domains
@@ -152,74 +189,93 @@ plt.show()
 # For every feedback domain d: the RQA alone, the reranker trained on **all feedback**, the reranker trained **without d's feedback** (removed from training and from model selection), and a **size-matched control** that removes as many training pairs at random from all domains and selects on the same pairs as the leave-out run. The leave-out run and its control differ only in *which* feedback is missing: their difference on domain d is the value of d's own feedback beyond what the other domains' feedback gives (positive = own-domain feedback matters, about zero = feedback transfers). Everything is measured on domain d's questions (and items) only; Holm over the four domains of each comparison.
 
 # %% tags=["hide-input"]
-transfer = transfer_outcomes(outcomes)
-CONTROL = "size-matched control"
-qa_cmp = compare(transfer, system="training", baseline=CONTROL, within=["domain"], commit=stage["git_commit"])
-order = list(TRANSFER_RUNS.values())
+if CURRENT:
+    transfer = transfer_outcomes(outcomes)
+    CONTROL = "size-matched control"
+    qa_cmp = compare(
+        transfer, system="training", baseline=CONTROL, within=["domain"], commit=stage["git_commit"]
+    )
+    order = list(TRANSFER_RUNS.values())
 
+    def run_means(cmp):
+        """Per domain (rows), every run's mean (columns), the control's included."""
+        t = cmp.table.reset_index()
+        means = t.pivot_table(index="domain", columns="training", values="mean", sort=False)
+        means[CONTROL] = t.groupby("domain", sort=False)["baseline_mean"].first()
+        return means.sort_index()
 
-def run_means(cmp):
-    """Per domain (rows), every run's mean (columns), the control's included."""
-    t = cmp.table.reset_index()
-    means = t.pivot_table(index="domain", columns="training", values="mean", sort=False)
-    means[CONTROL] = t.groupby("domain", sort=False)["baseline_mean"].first()
-    return means.sort_index()
-
-
-qa = run_means(qa_cmp)[order] * 100
-own = qa_cmp.table.xs("without own domain", level="training")
-qa["leave-out - control"] = 100 * own["delta"]
-qa["95% CI"] = [
-    f"[{100 * a:+.2f}, {100 * b:+.2f}]"
-    for a, b in zip(own["delta_ci_low"], own["delta_ci_high"], strict=True)
-]
-qa["p (Holm)"] = own["p_holm"]
-print("QA accuracy@1 on the domain's own test questions (%); Δ = without own domain - control, in points")
-print("each domain resampled over its own questions:", qa_cmp.signature())
-SHORT = {"all feedback": "all", "without own domain": "without own", "size-matched control": "control"}
-qa.round(2).rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95% CI of Δ"}).assign(
-    Δ=[f"{100 * d:+.2f}" for d in own["delta"]],
-    **{
-        "95% CI of Δ": [
-            interval(100 * a, 100 * b) for a, b in zip(own["delta_ci_low"], own["delta_ci_high"], strict=True)
-        ]
-    },
-).rename_axis(columns=None)
+    qa = run_means(qa_cmp)[order] * 100
+    own = qa_cmp.table.xs("without own domain", level="training")
+    qa["leave-out - control"] = 100 * own["delta"]
+    qa["95% CI"] = [
+        f"[{100 * a:+.2f}, {100 * b:+.2f}]"
+        for a, b in zip(own["delta_ci_low"], own["delta_ci_high"], strict=True)
+    ]
+    qa["p (Holm)"] = own["p_holm"]
+    print("QA accuracy@1 on the domain's own test questions (%); Δ = without own domain - control, in points")
+    print("each domain resampled over its own questions:", qa_cmp.signature())
+    SHORT = {"all feedback": "all", "without own domain": "without own", "size-matched control": "control"}
+    display(
+        qa.round(2)
+        .rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95% CI of Δ"})
+        .assign(
+            Δ=[f"{100 * d:+.2f}" for d in own["delta"]],
+            **{
+                "95% CI of Δ": [
+                    interval(100 * a, 100 * b)
+                    for a, b in zip(own["delta_ci_low"], own["delta_ci_high"], strict=True)
+                ]
+            },
+        )
+        .rename_axis(columns=None)
+    )
+else:
+    display(PENDING)
 
 # %% tags=["hide-input"]
-item_transfer = transfer_outcomes(items)
-item_transfer = item_transfer[item_transfer["training"] != "RQA alone"]
-kl_t = compare(
-    item_transfer,
-    system="training",
-    baseline=CONTROL,
-    within=["domain"],
-    value="kl",
-    commit=stage["git_commit"],
-)
-kl_tab = run_means(kl_t)[order[1:]]
-own_kl = kl_t.table.xs("without own domain", level="training")
-kl_tab["leave-out - control"] = own_kl["delta"]
-kl_tab["95% CI"] = [
-    f"[{a:+.4f}, {b:+.4f}]" for a, b in zip(own_kl["delta_ci_low"], own_kl["delta_ci_high"], strict=True)
-]
-kl_tab["p (Holm)"] = own_kl["p_holm"]
-print("KL(annotators || P_phi) on the domain's own feedback_test items (nats; lower is better)")
-kl_tab.round(4).rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95% CI of Δ"}).assign(
-    Δ=[f"{d:+.4f}" for d in own_kl["delta"]],
-    **{
-        "95% CI of Δ": [
-            interval(a, b, 4) for a, b in zip(own_kl["delta_ci_low"], own_kl["delta_ci_high"], strict=True)
-        ]
-    },
-).rename_axis(columns=None)
+if CURRENT:
+    item_transfer = transfer_outcomes(items)
+    item_transfer = item_transfer[item_transfer["training"] != "RQA alone"]
+    kl_t = compare(
+        item_transfer,
+        system="training",
+        baseline=CONTROL,
+        within=["domain"],
+        value="kl",
+        commit=stage["git_commit"],
+    )
+    kl_tab = run_means(kl_t)[order[1:]]
+    own_kl = kl_t.table.xs("without own domain", level="training")
+    kl_tab["leave-out - control"] = own_kl["delta"]
+    kl_tab["95% CI"] = [
+        f"[{a:+.4f}, {b:+.4f}]" for a, b in zip(own_kl["delta_ci_low"], own_kl["delta_ci_high"], strict=True)
+    ]
+    kl_tab["p (Holm)"] = own_kl["p_holm"]
+    print("KL(annotators || P_phi) on the domain's own feedback_test items (nats; lower is better)")
+    display(
+        kl_tab.round(4)
+        .rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95% CI of Δ"})
+        .assign(
+            Δ=[f"{d:+.4f}" for d in own_kl["delta"]],
+            **{
+                "95% CI of Δ": [
+                    interval(a, b, 4)
+                    for a, b in zip(own_kl["delta_ci_low"], own_kl["delta_ci_high"], strict=True)
+                ]
+            },
+        )
+        .rename_axis(columns=None)
+    )
+
 
 # %% mystnb={"figure": {"caption": "KL from the annotators' distribution to P_phi on each domain's own feedback_test items (nats, lower is better), for the reranker trained on all feedback and the one trained without that domain's feedback."}} tags=["hide-input"]
-shown = kl_t.table.reset_index().assign(value=lambda f: f["mean"])
-ax = plot_grouped_bars(shown, "domain", "training", "value")
-ax.set_ylabel("KL to annotators, own domain (nats)")
-ax.set_ylim(shown["value"].min() * 0.95, shown["value"].max() * 1.03)
-plt.show()
+if CURRENT:
+    shown = kl_t.table.reset_index().assign(value=lambda f: f["mean"])
+    ax = plot_grouped_bars(shown, "domain", "training", "value")
+    ax.set_ylabel("KL to annotators, own domain (nats)")
+    ax.set_ylim(shown["value"].min() * 0.95, shown["value"].max() * 1.03)
+    plt.show()
+
 
 # %% [markdown]
 # ## 6. Where the best system fails
@@ -297,25 +353,30 @@ display(
 # %% [markdown]
 # ## What it costs
 #
-# Training time of each experiment run, measured when it was trained (the sum of its epochs' wall time, kept with the model in the cache and copied to the manifest), and the compute of the steps this stage's manifest recorded. The runs were trained and scored by an earlier invocation of the stage that was interrupted (to reuse the RQA rows instead of retraining the fine-tuned MiniLM) before it wrote its manifest, so their scoring time is not recorded here.
+# Training time of each experiment run, measured when it was trained (the sum of its epochs' wall time, kept with the model in the cache and copied to the manifest), and the compute of the steps this stage's manifest recorded. The runs were trained and scored by an earlier invocation of the stage that was interrupted before it wrote its manifest, so their scoring time is not in this stage's record.
 
 # %% tags=["hide-input"]
-runs_cost = runs.assign(
-    train_s=[sum(e["wall_s"] for e in stage["experiment_runs"][r]["history"]["epochs"]) for r in runs["run"]]
-)
-summary = (
-    runs_cost.groupby("experiment")["train_s"]
-    .agg(["count", "mean", "sum"])
-    .round(1)
-    .rename(columns={"count": "runs", "mean": "training s per run", "sum": "training s in all"})
-)
-recorded = sum(v["compute_s"] for v in stage["timings"].values())
-print(
-    f"experiment runs: {runs_cost.train_s.sum() / 60:.1f} min of training "
-    "(fraction 1, included, is the rerank stage's model); "
-    f"steps recorded in the manifest: {recorded / 60:.1f} min"
-)
-summary
+if CURRENT:
+    runs_cost = runs.assign(
+        train_s=[
+            sum(e["wall_s"] for e in stage["experiment_runs"][r]["history"]["epochs"]) for r in runs["run"]
+        ]
+    )
+    summary = (
+        runs_cost.groupby("experiment")["train_s"]
+        .agg(["count", "mean", "sum"])
+        .round(1)
+        .rename(columns={"count": "runs", "mean": "training s per run", "sum": "training s in all"})
+    )
+    recorded = sum(v["compute_s"] for v in stage["timings"].values())
+    print(
+        f"experiment runs: {runs_cost.train_s.sum() / 60:.1f} min of training "
+        "(fraction 1, included, is a rerank-stage model); "
+        f"steps recorded in the manifest: {recorded / 60:.1f} min"
+    )
+    display(summary)
+else:
+    display(PENDING)
 
 # %% [markdown]
 # ## How the findings are computed
@@ -324,19 +385,24 @@ summary
 
 # %% tags=["hide-input"]
 lines = []
-for r, row in learning.drop(index="none").iterrows():
+for r, row in learning.drop(index="none").iterrows() if CURRENT else []:
     kl_r = kl_table.loc[r, "mean"]
     lines.append(
         f"Feedback {r.split(':')[1]} ({row['training pairs']:.0f} pairs): {row.delta:+.2f} points "
         f"over the RQA alone [{row.delta_ci_low:+.2f}, {row.delta_ci_high:+.2f}], Holm p {row.p_holm:.3g}; "
         f"KL on feedback_test {kl_r:.4f} nats."
     )
-for d in qa.index:
+for d in qa.index if CURRENT else []:
     q_d, q_p = qa.loc[d, "leave-out - control"], qa.loc[d, "p (Holm)"]
     k_d, k_p = kl_tab.loc[d, "leave-out - control"], kl_tab.loc[d, "p (Holm)"]
     lines.append(
         f"Transfer, {d}: without its own feedback vs the size-matched control, QA {q_d:+.2f} points "
         f"(Holm p {q_p:.3g}), KL {k_d:+.4f} nats (Holm p {k_p:.3g})."
+    )
+if not CURRENT:
+    lines.append(
+        "The learning curves and the transfer runs await `fqa run beyond` on the current rerankers "
+        "(sections 4 and 5 say so where they would be)."
     )
 errors = categorised[categorised["category"] != "correct"]["category"].value_counts(normalize=True)
 share = {k: 100 * errors.get(k, 0.0) for k in ("misranked", "near miss", "retrieval miss")}
