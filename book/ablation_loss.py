@@ -16,13 +16,13 @@
 # %% [markdown]
 # # Ablation: KL or cross-entropy
 #
-# The paper trains its FeedbackReranker to match the **distribution** of the annotators' ratings (KL divergence). Two simpler choices are compared with the same data, model and seeds:
+# The paper trains its FeedbackReranker to match the **distribution** of the annotators' ratings (KL divergence). Two simpler choices are compared with the same data, starting point (the relevance model of {doc}`reranking`) and seeds:
 #
 # - `feedback_kl`: KL(annotators || P_phi), the target is the annotators' rating distribution;
 # - `feedback_ce_annotator`: cross-entropy with one example per annotator rating. Its expected gradient is the same as KL's (the mean of the per-annotator cross-entropies is the cross-entropy to their distribution, which differs from KL by a constant), so it differs from KL only in batch composition and noise; **the informative contrast is KL against the majority label**;
 # - `feedback_ce_majority`: cross-entropy on the majority label (ties to the **lower** rating), which discards disagreement entirely.
 #
-# If the losses differ anywhere, it should be in the rating distributions they predict (calibration, and items where annotators disagree), more than in the top-1 accuracy of the reranked QA system. Rating quality is measured on **feedback_test** (three annotators per item, never trained on): accuracy of the argmax against the majority label, macro-F1 over the four ratings, mean KL from the annotator distribution to P_phi (nats), and the calibration error of P(Excellent) against the share of annotators who said Excellent (10 equal-width bins). `vanilla` and `combined` are shown beside for reference.
+# If the losses differ anywhere, it should be in the rating distributions they predict (calibration, and items where annotators disagree), more than in the top-1 accuracy of the reranked QA system. Rating quality is measured on **feedback_test** (three annotators per item, never trained on): accuracy of the argmax against the majority label, macro-F1 over the four ratings, mean KL from the annotator distribution to P_phi (nats), and the calibration error of P(Excellent) against the share of annotators who said Excellent (10 equal-width bins). The other rerankers of {doc}`reranking` (`vanilla`, `combined`, and the same losses trained from MiniLM, `*_scratch`) are shown beside for reference where present.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -232,16 +232,20 @@ for metric, header in (("kl", "KL (nats)"), ("correct", "argmax accuracy")):
     )
 
 # %% [markdown]
-# **What this shows.** The informative contrast is KL against the majority label, and there the data is clear: the majority-label cross-entropy collapses to the constant 'always Bad' (its accuracy and macro-F1 equal that constant's, with no spread over seeds; Bad is the most frequent majority label under the lower-rating tie rule). Its higher argmax accuracy is the constant's, its KL to the annotators is significantly worse than the KL-trained model's, above all on the items where the annotators disagree, and its P(Excellent) is the worst calibrated. The KL-trained model ends a little below the training prior in KL and spreads its argmax over the ratings (macro-F1 above both constants). The per-annotator cross-entropy, equal to KL in expectation, ends within a few thousandths of a nat of it. None of this reaches the QA accuracy: no loss changes the reranked system significantly, because no feedback-only reranker separates the gold passage from the other candidates (see {doc}`reranking`). Keeping the annotators' spread matters for the rating distribution a user is shown, not for the answer picked.
+# The findings at the top of the page summarise these tables; each comparison's Holm family is named above its table.
 
 # %% [markdown]
 # ## Calibration of P(Excellent)
 #
-# Reliability diagrams on feedback_test, all seeds pooled: predicted P(Excellent) against the share of annotators who rated the answer Excellent, in 10 equal-width bins (point size ~ items in the bin). A loss that learns the annotators' spread should follow the diagonal; a loss trained on one-hot majority labels tends to be over-confident (points below the diagonal at high P).
+# Reliability diagrams on feedback_test, all seeds pooled: predicted P(Excellent) against the share of annotators who rated the answer Excellent, in 10 equal-width bins (point size ~ items in the bin). A reranker whose P(Excellent) matches the annotators' share lies on the diagonal.
 
 # %% mystnb={"figure": {"caption": "Reliability of P(Excellent) on feedback_test per reranker variant (all seeds pooled): predicted P(Excellent) against the share of annotators who said Excellent, 10 equal-width bins, point size by items; the title gives the seed-mean ECE."}} tags=["hide-input"]
-fig, axes = plt.subplots(1, len(VARIANTS), figsize=(3.6 * len(VARIANTS), 3.8))
-for ax, variant in zip(axes, VARIANTS, strict=True):
+# four panels a row, so that each stays readable at page width
+n_rows = (len(VARIANTS) + 3) // 4
+fig, axes = plt.subplots(n_rows, 4, figsize=(13, 3.6 * n_rows), squeeze=False)
+for ax in axes.flat[len(VARIANTS) :]:
+    ax.set_visible(False)
+for ax, variant in zip(axes.flat, VARIANTS, strict=False):
     part = joined[joined["reranker"] == variant]
     plot_reliability(
         part["p_excellent"].to_numpy(),

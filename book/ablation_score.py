@@ -67,7 +67,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # %% [markdown]
 # ## Accuracy under both rules
 #
-# Overall accuracy@1 (four feedback domains, micro), mean ± sd over the three seeds, per RQA system and reranker:
+# Overall accuracy@1 (four feedback domains, micro), mean ± sd over each reranker's seeds, per RQA system and reranker:
 
 # %% tags=["hide-input"]
 tables = []
@@ -115,7 +115,7 @@ separation.set_index(["rqa", "reranker"]).rename_axis(["RQA", "reranker"]).renam
 ).round(4)
 
 # %% [markdown]
-# With the fully trained rerankers the two rules still hardly differ, for a reason the spread table shows. The rerankers that separate gold from the other candidates (`vanilla`, `combined`) learned from pseudo-ratings that are only Excellent or Bad, so they put almost no mass on the middle ratings and E[y]/3 is nearly P(Excellent) for them (few or no changed picks). The feedback-only rerankers spread mass over all four ratings, which is where the rules can disagree, but their scores barely vary within one question's five candidates (a spread of about a twentieth of P_theta's), so the RQA decides almost every pick under either rule. The question of the ablation needs a reranker that both separates gold passages and grades the others; none of this configuration does both.
+# The two rules can pick differently only where a reranker puts mass on the middle ratings (Could be improved, Acceptable): E[y]/3 then differs from P(Excellent). The mean predicted distribution of each reranker over the candidates it rescored (four feedback domains, every RQA system and seed):
 
 # %% tags=["hide-input"]
 fb = rated[rated["domain"].isin(["Australia", "CDC", "UK", "WHO"])]
