@@ -126,7 +126,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 #
 # **Evaluation** on feedback_test (three explanations per item). A human's explanation is scored against the *other two*; a system's explanation is scored against each of the three pairs of two and the scores averaged, so both see two references. Metrics: ROUGE-L F1 (best reference), sentence BLEU (sacrebleu, exp smoothing), embedding similarity (best cosine to a reference, zero-shot MiniLM), and **consistency**: a logistic-regression rating classifier on MiniLM embeddings of explanation text, trained once on the human training explanations (never on any system's output, and fixed before the generator is trained), labels the explanation; it is consistent when the label is the rating it explains.
 #
-# **Which rating is explained**: `majority`, the annotators' majority (ties to the lower rating), which isolates explanation quality from rating errors, or `predicted`, the `feedback_kl` reranker's (seed 0) most likely rating (what a deployed system knows).
+# **Which rating is explained**: `majority`, the annotators' majority (ties to the lower rating), which isolates explanation quality from rating errors, or `predicted`, the `feedback_kl` reranker's (seed 0) most likely rating (what a deployed system knows), as it was when the explain stage ran: that stage keeps the ratings it explained, so this page stays consistent until `fqa run explain` is rerun on the present rerankers (the stage's commit is in `results/manifest.json`).
 
 # %% [markdown]
 # ## How human-like: the metric table
@@ -339,7 +339,7 @@ for rating in RATINGS:
 # %% [markdown]
 # ## Explaining the QA system's own answers
 #
-# What a user would see: the best reranked system's answer (seed 0) to a test question, the reranker's predicted rating of that answer, and each explainer's explanation. A seeded sample:
+# What a user would see: the best reranked system's answer (seed 0) to a test question, as the explain stage found it when it ran, the reranker's predicted rating of that answer, and each explainer's explanation. A seeded sample:
 
 # %% tags=["hide-input"]
 print(f"system: {stage['top1_system']}")

@@ -210,7 +210,7 @@ plt.show()
 # %% [markdown]
 # ## Where the best RQA fails
 #
-# A seeded sample of feedback-domain test questions that the best RQA (by overall micro accuracy) answers wrongly: the passage it chose and the gold passage (page title | section headers), and the gold passage's rank in the pool. Many failures are near-duplicates (the same topic under another page) or questions that several FAQ entries answer; these are the cases a reranker trained on feedback can repair when the gold is in the top 5.
+# A seeded sample of feedback-domain test questions that the best RQA (by overall micro accuracy) answers wrongly: the passage it chose and the gold passage (page title | section headers), and the gold passage's rank in the pool. The gold's rank says whether a top-5 reranker could reach it (rank 5 or better).
 
 # %% tags=["hide-input"]
 print(f"best RQA by overall micro accuracy: {best}")
