@@ -193,6 +193,15 @@ def run_rerank(
         frozenset(extended),
     )
     model_training_compute(timings, histories)
+    record = provenance(timings, CACHE_VERSION)
+    # runs accumulate over invocations (and sessions): each keeps the commit that computed it
+    earlier_commits = previous.get("run_commits", {})
+    run_commits = {
+        run: earlier_commits.get(run, previous.get("git_commit", "unknown"))
+        if run in earlier_runs
+        else record["git_commit"]
+        for run in histories
+    }
     entry = {
         "stage": "rerank",
         "protocol": protocol,
@@ -200,8 +209,9 @@ def run_rerank(
         "training_pairs": {k: [len(f), len(s)] for k, (f, s) in sources.items()},
         "scored_pairs": len(score_ids),
         "histories": histories,
+        "run_commits": run_commits,
         "planned": [r for r in planned_runs() if r not in histories],
-        **provenance(timings, CACHE_VERSION),
+        **record,
     }
     update_manifest(out_dir / "manifest.json", "rerank", entry)
     return entry
