@@ -404,7 +404,8 @@ def test_training_resumed_from_a_checkpoint_ends_with_the_weights_of_an_uninterr
     """Stopped mid-epoch (after step 3 of 2 epochs x 3 steps) and resumed: the same weights, bit for bit."""
     import torch
 
-    from fqa_analysis.models.reranker import RerankConfig, TrainingInterruptedError, train_reranker
+    from fqa_analysis.models.checkpoint import TrainingCheckpoint, TrainingInterruptedError
+    from fqa_analysis.models.reranker import RerankConfig, train_reranker
 
     rng = np.random.default_rng(2)
     hidden = rng.normal(size=(6, 5, 384)).astype(np.float16)
@@ -419,9 +420,18 @@ def test_training_resumed_from_a_checkpoint_ends_with_the_weights_of_an_uninterr
     whole, whole_history = train_reranker(examples, select, states, config, seed=0)
     checkpoint = tmp_path / "checkpoint.pt"
     with pytest.raises(TrainingInterruptedError):
-        train_reranker(examples, select, states, config, seed=0, checkpoint=checkpoint, stop_after_steps=4)
-    assert torch.load(checkpoint, weights_only=False)["step"] == 4
-    resumed, resumed_history = train_reranker(examples, select, states, config, seed=0, checkpoint=checkpoint)
+        train_reranker(
+            examples,
+            select,
+            states,
+            config,
+            seed=0,
+            checkpoint=TrainingCheckpoint(checkpoint, stop_after_steps=4),
+        )
+    assert torch.load(checkpoint, weights_only=False)["loop"]["step"] == 4
+    resumed, resumed_history = train_reranker(
+        examples, select, states, config, seed=0, checkpoint=TrainingCheckpoint(checkpoint)
+    )
     assert resumed_history["steps"] == whole_history["steps"] == 6
     assert [e["select_kl"] for e in resumed_history["epochs"]] == [
         e["select_kl"] for e in whole_history["epochs"]

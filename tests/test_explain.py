@@ -163,3 +163,27 @@ def test_chooser_keeps_the_candidate_that_reads_as_the_rating() -> None:
     by_sim = chooser.with_weights(rating_weight=0.0, sim_weight=1.0)
     assert by_sim.choose([("masks?", "masks", "Bad")], [["Off topic.", "Talks about masks."]]) == [1]
     assert chooser.sim_weight == 0.0  # with_weights leaves the original alone
+
+
+def test_generator_resumed_from_a_checkpoint_saves_the_weights_of_an_uninterrupted_run(
+    tmp_path: Path,
+) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    from fqa_analysis.models.checkpoint import TrainingInterruptedError
+
+    train = [
+        _example("Do masks work?", "Excellent", "Explains clearly how masks help."),
+        _example("Do masks work?", "Bad", "Off topic, it talks about travel."),
+        _example("Wash hands how?", "Excellent", "Explains clearly how to wash hands."),
+    ]
+    # one pair a step, two pairs an epoch, three epochs: stopped in the second epoch's middle
+    config = GeneratorConfig(epochs=3, batch_pairs=1, lr=1e-3, warmup=0.0, bf16=False)
+    whole, _ = train_generator(train, train[:1], config, tmp_path / "whole")
+    with pytest.raises(TrainingInterruptedError):
+        train_generator(train, train[:1], config, tmp_path / "resumed", stop_after_steps=3)
+    resumed, history = train_generator(train, train[:1], config, tmp_path / "resumed")
+    assert history["steps"] == 6 and not history["from_cache"]
+    a, b = load_file(whole / "model.safetensors"), load_file(resumed / "model.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -131,3 +131,31 @@ def test_head_sees_the_encoder_summary_beside_the_decoder_state() -> None:
     np.testing.assert_allclose(
         seen[0][0, 384:].numpy(), hidden[0, :n].mean(dim=0).numpy(), rtol=1e-5, atol=1e-6
     )
+
+
+def test_explain_rate_resumed_from_a_checkpoint_ends_with_the_weights_of_an_uninterrupted_run(
+    tmp_path: Path,
+) -> None:
+    import torch
+
+    from fqa_analysis.models.checkpoint import TrainingInterruptedError
+
+    pairs = [
+        RatedExplanations(
+            "Do masks work?", "Masks reduce spread.", (0.0, 0.0, 0.0, 1.0), ("Explains masks.",)
+        ),
+        RatedExplanations("Do masks work?", "Flights stop.", (1.0, 0.0, 0.0, 0.0), ("Off topic, travel.",)),
+        RatedExplanations("Wash hands?", "Use soap.", (0.0, 0.0, 1.0, 0.0), ("Says how.",)),
+    ]
+    config = ExplainRateConfig(epochs=2, batch_pairs=1, lr=1e-3, warmup=0.0, bf16=False, max_new_tokens=4)
+    whole, _, _ = train_explain_rate(pairs, pairs[:1], config, seed=0, cache_root=tmp_path / "whole")
+    with pytest.raises(TrainingInterruptedError):
+        train_explain_rate(
+            pairs, pairs[:1], config, seed=0, cache_root=tmp_path / "resumed", stop_after_steps=4
+        )
+    resumed, _, history = train_explain_rate(
+        pairs, pairs[:1], config, seed=0, cache_root=tmp_path / "resumed"
+    )
+    assert history["steps"] == 6 and not history["from_cache"]
+    a, b = whole.state(), resumed.state()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

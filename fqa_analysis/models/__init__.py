@@ -7,5 +7,6 @@
 content-keyed training and scoring (shared by four stages), :mod:`~fqa_analysis.models.explainer`
 the explanation generator and its baselines, :mod:`~fqa_analysis.models.explanation_scoring` the
 embedding similarity and consistency classifier that judge explanations, and
-:mod:`~fqa_analysis.models.explain_rate` the explain-then-rate reranker.
+:mod:`~fqa_analysis.models.explain_rate` the explain-then-rate reranker, and
+:mod:`~fqa_analysis.models.checkpoint` the training checkpoints every training loop resumes from.
 """

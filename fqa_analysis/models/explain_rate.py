@@ -51,6 +51,7 @@ from tqdm import tqdm
 from fqa_analysis.cache import OMIT_AT_DEFAULT, atomic_write_json, config_key, content_key
 from fqa_analysis.core.ratings import mean_kl, rating_distribution
 from fqa_analysis.data import FeedbackItem
+from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
 from fqa_analysis.models.explainer import encoder_inputs, new_encoder_decoder
 from fqa_analysis.models.reranker import N_CLASSES, bf16_autocast
 from fqa_analysis.models.retrieval import minilm_path
@@ -380,11 +381,15 @@ def train_explain_rate(
     seed: int,
     cache_root: Path,
     encoder_init: tuple[Path, dict[str, Any]] | None = None,
+    stop_after_steps: int | None = None,
 ) -> tuple[ExplainRateModel, Path, dict[str, Any]]:
     """Train one explain-then-rate reranker, or load it from the cache (keyed by content).
 
     ``encoder_init``: a reranker's cache folder and weights whose layers the encoder starts from
     (:meth:`ExplainRateModel.new`); the folder's name (a content key) is part of the model's key.
+    Training checkpoints into the cache folder every few minutes and resumes from there to the
+    same weights (:class:`~fqa_analysis.models.checkpoint.TrainingCheckpoint`);
+    ``stop_after_steps`` stops it after a checkpoint (tests of the resume).
 
     Returns:
         ``(model with the best epoch's weights, its cache folder, history)``; the history holds
@@ -421,15 +426,22 @@ def train_explain_rate(
     select_targets = np.array([p.target for p in select])
     epochs: list[dict[str, float]] = []
     best: dict[str, Any] = {}
-    best_kl, step = float("inf"), 0
-    for epoch in range(config.epochs):
+    best_kl, step, start_epoch = float("inf"), 0, 0
+    # a run stopped mid-training resumes from its last checkpoint, to the same weights
+    checkpoint = TrainingCheckpoint(folder / "checkpoint.pt", stop_after_steps=stop_after_steps)
+    resume = checkpoint.restore(model.modules, optimizer, scheduler, rng)
+    if resume is not None:
+        epochs, best, best_kl = resume["epochs"], resume["best"], resume["best_kl"]
+        step, start_epoch = resume["step"], resume["epoch"]
+        started -= resume["train_s"]
+    for epoch in range(start_epoch, config.epochs):
         if step >= total:
             break
         model.modules.train()
-        t0, parts = time.perf_counter(), []
-        order = rng.permutation(len(fit))
+        order, first, parts, elapsed = epoch_start(resume, epoch, rng, len(fit))
+        t0 = time.perf_counter() - elapsed
         for lo in tqdm(
-            range(0, len(order), config.batch_pairs), desc=f"explain-rate epoch {epoch + 1}", leave=False
+            range(first, len(order), config.batch_pairs), desc=f"explain-rate epoch {epoch + 1}", leave=False
         ):
             if step >= total:
                 break
@@ -441,6 +453,11 @@ def train_explain_rate(
             scheduler.step()
             parts.append((float(loss.detach()), kl_part, ce_part))
             step += 1
+            if checkpoint.due(step):
+                loop = position(epoch, order, lo + config.batch_pairs, parts, t0)
+                loop.update(epochs=epochs, best=best, best_kl=best_kl, step=step)
+                loop["train_s"] = time.perf_counter() - started
+                checkpoint.save(step, model.modules, optimizer, scheduler, rng, loop)
         train_s = time.perf_counter() - t0
         probs, _ = model.predict(select_pairs)
         kl = mean_kl(select_targets, probs)
@@ -472,4 +489,5 @@ def train_explain_rate(
         "peak_rss_mb": round(peak_rss_mb(), 1),
     }
     atomic_write_json(folder / "history.json", history)  # written last: marks the model done
+    checkpoint.clear()
     return model, folder, {**history, "from_cache": False}

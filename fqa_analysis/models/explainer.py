@@ -36,6 +36,7 @@ from tqdm import tqdm
 from fqa_analysis.cache import atomic_write_json, content_key
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.data import FeedbackItem
+from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
 from fqa_analysis.models.reranker import bf16_autocast
 from fqa_analysis.models.retrieval import DenseConfig, DenseSystem, minilm_path
 from fqa_analysis.profiling import peak_rss_mb
@@ -385,8 +386,12 @@ def train_generator(
     config: GeneratorConfig,
     cache_root: Path,
     monitor: EpochMonitor | None = None,
+    stop_after_steps: int | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Fine-tune the generator (cached by content; the epoch with the lowest held-out loss is kept).
+
+    Checkpoints every few minutes into its cache folder and resumes from there to the same
+    weights (:class:`~fqa_analysis.models.checkpoint.TrainingCheckpoint`).
 
     Args:
         fit: Training explanations (one per annotator).
@@ -395,6 +400,7 @@ def train_generator(
         cache_root: Root of the model cache (``explainer/<key>`` below it).
         monitor: Optional held-out figures per epoch (for example decoded consistency);
             recorded in the history, not used to choose the epoch.
+        stop_after_steps: Checkpoint and stop after this many steps (tests of the resume).
 
     Returns:
         ``(folder of the saved model, history)``; the history holds per-epoch loss, held-out
@@ -423,16 +429,23 @@ def train_generator(
     )
     rng = np.random.default_rng([config.seed, 29])
     epochs: list[dict[str, float]] = []
-    best_loss, step = float("inf"), 0
-    tmp = folder / "best.tmp"
-    for epoch in range(config.epochs):
+    best_loss, step, start_epoch = float("inf"), 0, 0
+    tmp = folder / "best.tmp"  # the best epoch so far, on disk: a resumed run finds it there
+    # a run stopped mid-training resumes from its last checkpoint, to the same weights
+    checkpoint = TrainingCheckpoint(folder / "checkpoint.pt", stop_after_steps=stop_after_steps)
+    resume = checkpoint.restore(model, optimizer, scheduler, rng)
+    if resume is not None:
+        epochs, best_loss = resume["epochs"], resume["best_loss"]
+        step, start_epoch = resume["step"], resume["epoch"]
+        started -= resume["train_s"]
+    for epoch in range(start_epoch, config.epochs):
         if step >= total:
             break
         model.train()
-        t0, losses = time.perf_counter(), []
-        order = rng.permutation(len(fit_pairs))
+        order, first, losses, elapsed = epoch_start(resume, epoch, rng, len(fit_pairs))
+        t0 = time.perf_counter() - elapsed
         for lo in tqdm(
-            range(0, len(order), config.batch_pairs), desc=f"explainer epoch {epoch + 1}", leave=False
+            range(first, len(order), config.batch_pairs), desc=f"explainer epoch {epoch + 1}", leave=False
         ):
             if step >= total:
                 break
@@ -445,6 +458,12 @@ def train_generator(
             scheduler.step()
             losses.append(float(loss.detach()))
             step += 1
+            if checkpoint.due(step):
+                loop = position(epoch, order, lo + config.batch_pairs, losses, t0)
+                loop.update(
+                    epochs=epochs, best_loss=best_loss, step=step, train_s=time.perf_counter() - started
+                )
+                checkpoint.save(step, model, optimizer, scheduler, rng, loop)
         train_s = time.perf_counter() - t0
         held = _select_loss(model, tokenizer, select_pairs, config)
         record = {"epoch": epoch + 1, "loss": float(np.mean(losses)), "select_loss": held, "wall_s": train_s}
@@ -470,6 +489,7 @@ def train_generator(
         "peak_rss_mb": round(peak_rss_mb(), 1),
     }
     atomic_write_json(folder / "history.json", history)  # written last: marks the cache entry done
+    checkpoint.clear()
     return folder / "best", {**history, "from_cache": False}
 
 

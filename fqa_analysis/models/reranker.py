@@ -28,12 +28,12 @@ from tqdm import tqdm
 
 from fqa_analysis.cache import OMIT_AT_DEFAULT, atomic_write_json, atomic_write_npy, config_key, content_key
 from fqa_analysis.core.ratings import mean_kl
+from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
 from fqa_analysis.models.retrieval import minilm_checkpoint, minilm_path
 
 __all__ = [
     "PairStates",
     "RerankConfig",
-    "TrainingInterruptedError",
     "bf16_autocast",
     "encode_pairs",
     "listwise_loss",
@@ -295,19 +295,6 @@ class _Top:
         return self.head(self.dropout(pooled))
 
 
-#: Seconds of training between two checkpoints (the issue's rule: at most ten minutes of work lost).
-CHECKPOINT_EVERY_S = 300.0
-
-
-def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Write a training checkpoint atomically (a crash mid-write leaves the previous one)."""
-    import torch
-
-    tmp = path.with_suffix(".tmp")
-    torch.save(state, tmp)
-    tmp.replace(path)
-
-
 def train_reranker(
     examples: Sequence[tuple[str, np.ndarray]],
     select: Sequence[tuple[str, np.ndarray]],
@@ -316,9 +303,7 @@ def train_reranker(
     seed: int,
     init: dict[str, Any] | None = None,
     groups: Sequence[Sequence[int]] | None = None,
-    checkpoint: Path | None = None,
-    checkpoint_every_s: float = CHECKPOINT_EVERY_S,
-    stop_after_steps: int | None = None,
+    checkpoint: TrainingCheckpoint | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Train one reranker on cached states; keep the epoch with the lowest held-out KL.
 
@@ -340,19 +325,17 @@ def train_reranker(
             with a fresh head.
         groups: Listwise groups of example indices, the positive first (every example in at most
             one group; examples outside every group are not trained on).
-        checkpoint: File to checkpoint to every ``checkpoint_every_s`` seconds of training (the
-            model, optimiser, scheduler, both RNGs, the epoch's order and position, the best epoch
-            so far); when it exists, training resumes from it and ends with the same weights as an
+        checkpoint: Where to checkpoint
+            (:class:`~fqa_analysis.models.checkpoint.TrainingCheckpoint`: the model, optimiser,
+            scheduler, both RNGs, the epoch's order and position, the best epoch so far); when its
+            file exists, training resumes from it and ends with the same weights as an
             uninterrupted run.
-        checkpoint_every_s: Seconds between checkpoints.
-        stop_after_steps: Checkpoint and raise :class:`TrainingInterruptedError` after this many
-            optimiser steps (tests of the resume; needs ``checkpoint``).
 
     Returns:
         ``(state_dict of the best epoch, history)``.
 
     Raises:
-        TrainingInterruptedError: ``stop_after_steps`` was reached.
+        TrainingInterruptedError: The checkpoint's ``stop_after_steps`` was reached.
     """
     import torch
     from transformers import get_linear_schedule_with_warmup
@@ -381,26 +364,16 @@ def train_reranker(
     best: dict[str, Any] = {}
     history: list[dict[str, float]] = []
     best_kl, step, start_epoch = float("inf"), 0, 0
-    resume: dict[str, Any] | None = None
-    if checkpoint is not None and checkpoint.exists():
-        resume = torch.load(checkpoint, weights_only=False)
-        top.modules.load_state_dict(resume["modules"])
-        optimizer.load_state_dict(resume["optimizer"])
-        scheduler.load_state_dict(resume["scheduler"])
-        rng.bit_generator.state = resume["numpy_rng"]
-        torch.set_rng_state(resume["torch_rng"])
+    checkpoint = checkpoint or TrainingCheckpoint(None)
+    resume = checkpoint.restore(top.modules, optimizer, scheduler, rng)
+    if resume is not None:
         best, history, best_kl = resume["best"], resume["history"], resume["best_kl"]
         step, start_epoch = resume["step"], resume["epoch"]
-    last_save = time.perf_counter()
     for epoch in range(start_epoch, config.epochs):
         if step >= total:
             break
         top.modules.train()
-        if resume is not None and resume["epoch"] == epoch:  # the interrupted epoch, where it stopped
-            order, first = resume["order"], resume["next"]
-            losses, elapsed = list(resume["losses"]), resume["elapsed_s"]
-        else:
-            order, first, losses, elapsed = rng.permutation(len(units)), 0, [], 0.0
+        order, first, losses, elapsed = epoch_start(resume, epoch, rng, len(units))
         t0 = time.perf_counter() - elapsed
         batches = range(first, len(order), per_batch)
         for lo in tqdm(batches, desc=f"rerank epoch {epoch + 1}", leave=False):
@@ -422,30 +395,10 @@ def train_reranker(
             scheduler.step()
             losses.append(float(loss.detach()))
             step += 1
-            stopping = stop_after_steps is not None and step >= stop_after_steps
-            if checkpoint is not None and (stopping or time.perf_counter() - last_save >= checkpoint_every_s):
-                _save_checkpoint(
-                    checkpoint,
-                    {
-                        "modules": top.modules.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(),
-                        "numpy_rng": rng.bit_generator.state,
-                        "torch_rng": torch.get_rng_state(),
-                        "best": best,
-                        "history": history,
-                        "best_kl": best_kl,
-                        "step": step,
-                        "epoch": epoch,
-                        "order": order,
-                        "next": lo + per_batch,
-                        "losses": losses,
-                        "elapsed_s": time.perf_counter() - t0,
-                    },
-                )
-                last_save = time.perf_counter()
-            if stopping:
-                raise TrainingInterruptedError(f"stopped after {step} steps; checkpoint {checkpoint}")
+            if checkpoint.due(step):
+                loop = position(epoch, order, lo + per_batch, losses, t0)
+                loop.update(best=best, history=history, best_kl=best_kl, step=step)
+                checkpoint.save(step, top.modules, optimizer, scheduler, rng, loop)
         # the selection pass draws no random numbers: the RNG state after it is the one before it
         probs = _predict(top, [s for s, _ in select], states, config)
         kl = mean_kl(np.stack([t for _, t in select]), probs)
@@ -461,10 +414,6 @@ def train_reranker(
             best_kl = kl
             best = {k: v.detach().cpu().clone() for k, v in top.modules.state_dict().items()}
     return best, {"epochs": history, "best_select_kl": best_kl, "steps": step}
-
-
-class TrainingInterruptedError(RuntimeError):
-    """Training stopped on purpose after a checkpoint (``stop_after_steps``); rerun to resume."""
 
 
 #: Column of Excellent in the head's output (labels ordered Bad .. Excellent).

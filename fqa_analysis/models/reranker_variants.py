@@ -32,6 +32,7 @@ from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_json, atomic_write_npz, content_key, default_cache_root
 from fqa_analysis.core.calibration import top_k
 from fqa_analysis.core.results import load_candidates
+from fqa_analysis.models.checkpoint import TrainingCheckpoint
 from fqa_analysis.models.reranker import (
     CACHE_VERSION,
     PairStates,
@@ -500,7 +501,7 @@ def train_or_load(
         states = states()
     folder.mkdir(parents=True, exist_ok=True)
     # a run stopped mid-training resumes from its last checkpoint, to the same weights
-    checkpoint = folder / CHECKPOINT_FILE
+    checkpoint = TrainingCheckpoint(folder / CHECKPOINT_FILE)
     weights, history = train_reranker(
         examples,
         select,
@@ -514,7 +515,7 @@ def train_or_load(
     torch.save(history, folder / "history.pt")
     torch.save(weights, folder / "weights.tmp")
     (folder / "weights.tmp").replace(folder / "weights.pt")  # written last: marks the model done
-    checkpoint.unlink(missing_ok=True)
+    checkpoint.clear()
     return weights, history, folder, False
 
 
