@@ -438,3 +438,44 @@ def test_training_resumed_from_a_checkpoint_ends_with_the_weights_of_an_uninterr
     ]
     for key, value in whole.items():
         assert torch.equal(value, resumed[key]), key
+
+
+def test_an_interrupted_scoring_pass_resumes_with_the_missing_pairs_and_the_same_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fqa_analysis.models.reranker as reranker
+    import fqa_analysis.models.reranker_variants as variants
+    from fqa_analysis.models.reranker import RerankConfig, _Top
+
+    rng = np.random.default_rng(3)
+    ids = [f"p{i}" for i in range(7)]
+    hidden = rng.normal(size=(7, 5, 384)).astype(np.float16)
+    np.save(tmp_path / "hidden_0.npy", hidden)
+    np.save(tmp_path / "lengths_0.npy", np.array([5, 2, 4, 3, 5, 1, 2], dtype=np.int32))
+    states = PairStates(tmp_path, {pid: (0, i) for i, pid in enumerate(ids)}, 1)
+    config = RerankConfig(frozen_layers=5, bf16=False)
+    weights = {k: v.detach().clone() for k, v in _Top(config, seed=0).modules.state_dict().items()}
+    # batches of 2, saved every 2 batches: 7 pairs in two chunks of 4 and 3
+    monkeypatch.setattr(reranker, "SCORE_BATCH", 2)
+    monkeypatch.setattr(variants, "SCORE_CHUNK", 4)
+    whole, _ = variants.score_cached(tmp_path / "whole", weights, ids, states, config)
+    calls = []
+    real_predict = variants.predict
+
+    def predict_once(*args: object) -> np.ndarray:
+        if calls:
+            raise KeyboardInterrupt  # the session ends during the second chunk
+        calls.append(1)
+        return real_predict(*args)
+
+    (tmp_path / "resumed").mkdir()
+    (tmp_path / "whole").mkdir(exist_ok=True)
+    monkeypatch.setattr(variants, "predict", predict_once)
+    with pytest.raises(KeyboardInterrupt):
+        variants.score_cached(tmp_path / "resumed", weights, ids, states, config)
+    with np.load(tmp_path / "resumed" / variants.SCORES_FILE) as stored:
+        assert len(stored["ids"]) == 4  # the first chunk was kept
+    monkeypatch.setattr(variants, "predict", real_predict)
+    resumed, from_cache = variants.score_cached(tmp_path / "resumed", weights, ids, states, config)
+    assert not from_cache
+    np.testing.assert_array_equal(resumed, whole)

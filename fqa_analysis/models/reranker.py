@@ -50,6 +50,8 @@ CACHE_VERSION = "rerank-4"
 STATES_VERSION = "rerank-2"
 N_CLASSES = 4
 CHUNK = 512
+#: Pairs per batch when scoring (sorted by length first, so a batch pads little).
+SCORE_BATCH = 64
 
 
 def uses_bf16(device: str) -> bool:
@@ -448,8 +450,10 @@ def _predict(top: _Top, ids: Sequence[str], states: PairStates, config: RerankCo
     out = np.zeros((len(ids), N_CLASSES))
     with torch.inference_mode():
         # a progress bar only for the stage's big scoring passes, not the per-epoch selection sets
-        for lo in tqdm(range(0, len(order), 64), desc="score pairs", unit="batch", disable=len(ids) < 5000):
-            rows = order[lo : lo + 64]
+        for lo in tqdm(
+            range(0, len(order), SCORE_BATCH), desc="score pairs", unit="batch", disable=len(ids) < 5000
+        ):
+            rows = order[lo : lo + SCORE_BATCH]
             hidden, mask = states.batch([ids[i] for i in rows])
             with bf16_autocast(config.bf16, config.device):
                 logits = top.logits(hidden, mask)
