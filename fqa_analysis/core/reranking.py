@@ -13,6 +13,8 @@ and the tests check them on tiny hand-made tables.
 * :func:`score_ablation`: P(Excellent) against E[y]/3 for every (RQA, reranker), Holm over all.
 * :func:`rating_quality_table` / :func:`per_item_rating_scores`: how well each reranker's
   P_phi matches the three annotators of feedback_test, on all items and by agreement.
+* :func:`pick_disagreement`: where a reranker alone and the RQA pick different passages, who is
+  right, and whom the paper's sum follows: why a reranker adds what it adds.
 * :func:`rerank_targets`: the project's targets for the rerankers (AUC, KL against a constant,
   the reranker alone, the reranked gain), each measured value beside its goal.
 * :func:`recipe_outcomes` / :func:`recipe_table`: the relevance model's recipes on held-out
@@ -49,6 +51,7 @@ __all__ = [
     "constant_rating_quality",
     "join_annotators",
     "per_item_rating_scores",
+    "pick_disagreement",
     "rating_quality_table",
     "recipe_comparison",
     "recipe_outcomes",
@@ -628,3 +631,62 @@ def rerank_targets(
     )
     table["p_holm"] = [np.nan, np.nan, np.nan, best_p]
     return table
+
+
+def pick_disagreement(
+    candidates: pd.DataFrame, rqa: str = "hybrid", overall_domains: Sequence[str] = FEEDBACK_DOMAINS
+) -> pd.DataFrame:
+    """Per reranker and seed: the questions where it alone and the RQA pick differently, and who is right.
+
+    The paper's sum can only gain where the reranker alone (argmax P(Excellent)) disagrees with the
+    RQA's first place; there it gains when it follows a right reranker and loses when it follows
+    a wrong one. Over one RQA system's overall questions.
+
+    Returns:
+        ``reranker, seed, questions, disagree, reranker_right, rqa_right, sum_follows_reranker,
+        sum_gain`` (``sum_gain``: questions the sum gets right that the RQA gets wrong, minus the
+        reverse; divided by ``questions`` it is the sum's change in accuracy).
+
+    Example:
+        >>> rows = pd.DataFrame({"protocol": "p", "rqa": "h", "seed": 0, "domain": "A", "split": "test",
+        ...     "question_id": [0, 0, 1, 1], "passage_id": [1, 2, 1, 2], "rqa_rank": [1, 2, 1, 2],
+        ...     "p_rqa": [0.5, 0.4, 0.9, 0.1], "is_gold": [False, True, True, False],
+        ...     "reranker": "x", "p_bad": 0.0, "p_could_be_improved": 0.0,
+        ...     "p_acceptable": 0.0, "p_excellent": [0.2, 0.9, 0.1, 0.6]})
+        >>> none = rows.assign(reranker="none", p_excellent=np.nan)
+        >>> r = pick_disagreement(pd.concat([none, rows]), "h", ["A"]).iloc[0]
+        >>> # q0: the reranker alone is right, the sum (0.7 vs 1.3) follows it; q1: it is wrong, the
+        >>> # sum (1.0 vs 0.7) keeps the RQA's right pick
+        >>> cols = ["disagree", "reranker_right", "rqa_right", "sum_follows_reranker", "sum_gain"]
+        >>> [int(r[c]) for c in cols]
+        [2, 1, 1, 1, 1]
+    """
+    mine = candidates[(candidates["rqa"] == rqa) & candidates["domain"].isin(list(overall_domains))]
+    keys = ["domain", "split", "question_id"]
+    none = mine[mine["reranker"] == "none"]
+    base = select_top1(none, none["p_rqa"].astype(float)).set_index(keys)
+    rated = mine[mine["reranker"] != "none"]
+    alone = select_top1(rated, p_excellent_score(rated))
+    summed = score_outcomes(rated)
+    rows = []
+    for (reranker, seed), block in alone.groupby(["reranker", "seed"], sort=False):
+        block = block.set_index(keys)
+        picked_sum = summed[(summed["reranker"] == reranker) & (summed["seed"] == seed)].set_index(keys)
+        rqa_pick = base.loc[block.index]
+        differ = block["passage_id"].to_numpy() != rqa_pick["passage_id"].to_numpy()
+        follows = picked_sum.loc[block.index, "passage_id"].to_numpy() == block["passage_id"].to_numpy()
+        sum_right = picked_sum.loc[block.index, "correct"].to_numpy(bool)
+        rqa_right = rqa_pick["correct"].to_numpy(bool)
+        rows.append(
+            {
+                "reranker": reranker,
+                "seed": seed,
+                "questions": len(block),
+                "disagree": int(differ.sum()),
+                "reranker_right": int((differ & block["correct"].to_numpy(bool)).sum()),
+                "rqa_right": int((differ & rqa_right).sum()),
+                "sum_follows_reranker": int((differ & follows).sum()),
+                "sum_gain": int((sum_right & ~rqa_right).sum() - (~sum_right & rqa_right).sum()),
+            }
+        )
+    return pd.DataFrame(rows)
