@@ -356,6 +356,35 @@ pd.DataFrame(
 ).set_axis(pd.Index(targets["target"], name="target"))
 
 # %% [markdown]
+# ## Why the gain is what it is
+#
+# The paper's sum can change an answer only where the reranker alone (argmax P(Excellent)) and the RQA pick different passages. Per reranker on {glue}`rqa_name`'s overall questions (seed means): how many such questions there are, in how many of them the reranker alone is right and in how many the RQA is, how often the sum follows the reranker there, and the net change (questions the sum gets right that the RQA got wrong, minus the reverse).
+
+# %% tags=["hide-input"]
+from fqa_analysis.core.reranking import pick_disagreement
+
+why = pick_disagreement(candidates, RQA).groupby("reranker", sort=False).mean(numeric_only=True)
+why = why.reindex([k for k in RERANKERS[1:] if k in why.index])
+why_view = pd.DataFrame(
+    {
+        "picks differ": why["disagree"].round(0).astype(int),
+        "reranker right there": why["reranker_right"].round(0).astype(int),
+        "RQA right there": why["rqa_right"].round(0).astype(int),
+        "sum follows the reranker": why["sum_follows_reranker"].round(0).astype(int),
+        "net questions won": why["sum_gain"].map("{:+.1f}".format),
+        "net change (points)": (100 * why["sum_gain"] / why["questions"]).map("{:+.2f}".format),
+    },
+    index=pd.Index([breakable(n) for n in why.index], name="reranker"),
+)
+top_why = why["reranker_right"].sub(why["rqa_right"]).idxmax()
+print(
+    f"{int(why['questions'].iloc[0]):,} questions; where their picks differ the reranker alone is right more "
+    f"often than the RQA for {int((why['reranker_right'] > why['rqa_right']).sum())} of {len(why)} rerankers "
+    f"(best margin: {top_why}, {why.loc[top_why, 'reranker_right'] - why.loc[top_why, 'rqa_right']:+.0f} questions)"
+)
+why_view
+
+# %% [markdown]
 # ## Each reranker alone on every RQA system
 #
 # Accuracy@1 of each reranker alone (argmax P(Excellent) among that system's top 5; ties to the better RQA rank) beside the RQA alone, overall micro, mean over seeds, in %; the line under the table names the (RQA, reranker) pairs where the reranker alone is the better of the two. A reranker that is right more often than the RQA it rescores has something to add; one that is right less often can add only where the RQA is unsure.
