@@ -209,7 +209,8 @@ lines.append(
 )
 lines.append(
     f"The stage cost {compute_min:.0f} minutes of compute on a 2-core CPU in float32 "
-    f"({len(stage['histories'])} models, peak memory {peak_gib:.1f} GiB)."
+    f"({len(stage['histories'])} model{'s' if len(stage['histories']) > 1 else ''}, peak memory "
+    f"{peak_gib:.1f} GiB)."
 )
 display(Markdown("\n".join(f"- {x}" for x in lines)))
 
