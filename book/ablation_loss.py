@@ -48,34 +48,48 @@ RESULTS = results_dir()
 stage = load_stage(RESULTS, "rerank")
 VARIANTS = list(stage["config"]["variants"])
 LOSSES = [v for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v in VARIANTS]
-predictions = load_table(RESULTS, "rating_predictions.parquet")
-test_feedback = data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))
-items = item_ratings(test_feedback)
-joined = join_annotators(predictions, items)
-quality = rating_quality_table(joined)
-per_item = per_item_rating_scores(joined[joined["reranker"].isin(LOSSES)])
-rows = []
-for metric in ("kl", "correct"):
-    for subset in AGREEMENT_SUBSETS:
-        part = per_item if subset == "all" else per_item[per_item["unanimous"] == (subset == "unanimous")]
-        cmp = compare(
-            part,
-            system="reranker",
-            baseline="feedback_kl",
-            value=metric,
-            keys=["domain", "item_id"],
-            strata=["domain"],
-            commit=stage["git_commit"],
-        )
-        rows.append(cmp.table.reset_index().assign(metric=metric, subset=subset))
-tests = pd.concat(rows, ignore_index=True)
-candidates = load_candidates(RESULTS)
-outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])
-qa = compare_to_baseline(outcomes, baseline="feedback_kl")
-print(
-    f"{items.shape[0]} feedback_test items, {int(items['unanimous'].sum())} unanimous; "
-    f"{predictions.groupby(['reranker', 'seed']).ngroups} reranker runs"
+# the ablation compares KL with at least one cross-entropy loss; until one is in results/ it says so
+READY = "feedback_kl" in LOSSES and len(LOSSES) >= 2
+WAITING = Markdown(
+    "*Not computed yet: the loss ablation compares `feedback_kl` with the cross-entropy losses; "
+    + ", ".join(
+        f"`{v}`" for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v not in LOSSES
+    )
+    + " not in `results/` yet (`fqa run rerank --variants ...` adds them; see the manifest's planned runs).*"
 )
+print("losses present: " + (", ".join(LOSSES) or "none"))
+
+# %% tags=["hide-input"]
+if READY:
+    predictions = load_table(RESULTS, "rating_predictions.parquet")
+    test_feedback = data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))
+    items = item_ratings(test_feedback)
+    joined = join_annotators(predictions, items)
+    quality = rating_quality_table(joined)
+    per_item = per_item_rating_scores(joined[joined["reranker"].isin(LOSSES)])
+    rows = []
+    for metric in ("kl", "correct"):
+        for subset in AGREEMENT_SUBSETS:
+            part = per_item if subset == "all" else per_item[per_item["unanimous"] == (subset == "unanimous")]
+            cmp = compare(
+                part,
+                system="reranker",
+                baseline="feedback_kl",
+                value=metric,
+                keys=["domain", "item_id"],
+                strata=["domain"],
+                commit=stage["git_commit"],
+            )
+            rows.append(cmp.table.reset_index().assign(metric=metric, subset=subset))
+    tests = pd.concat(rows, ignore_index=True)
+    candidates = load_candidates(RESULTS)
+    outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])
+    qa = compare_to_baseline(outcomes, baseline="feedback_kl")
+    print(
+        f"{items.shape[0]} feedback_test items, {int(items['unanimous'].sum())} unanimous; "
+        f"{predictions.groupby(['reranker', 'seed']).ngroups} reranker runs"
+    )
+
 
 # %% [markdown]
 # ## Findings
@@ -83,67 +97,70 @@ print(
 # Computed from `results/` when the book is built:
 
 # %% tags=["hide-input"]
-means = (
-    quality[quality["subset"] == "all"]
-    .groupby("reranker")[["accuracy", "macro_f1", "kl", "ece_excellent"]]
-    .mean()
-)
-t = tests.set_index(["metric", "subset", "reranker"])
-h = qa.table.loc["hybrid"]
-lines = [
-    f"Losses present: {', '.join(f'`{v}`' for v in LOSSES)} (seeds: "
-    + "; ".join(
-        f"{v} {', '.join(map(str, sorted(predictions.loc[predictions['reranker'] == v, 'seed'].unique())))}"
-        for v in LOSSES
+if READY:
+    means = (
+        quality[quality["subset"] == "all"]
+        .groupby("reranker")[["accuracy", "macro_f1", "kl", "ece_excellent"]]
+        .mean()
     )
-    + ")"
-    + (
-        ""
-        if len(LOSSES) == 3
-        else "; not yet in `results/`: "
-        + ", ".join(
-            f"`{v}`"
-            for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority")
-            if v not in LOSSES
+    t = tests.set_index(["metric", "subset", "reranker"])
+    h = qa.table.loc["hybrid"]
+    lines = [
+        f"Losses present: {', '.join(f'`{v}`' for v in LOSSES)} (seeds: "
+        + "; ".join(
+            f"{v} {', '.join(map(str, sorted(predictions.loc[predictions['reranker'] == v, 'seed'].unique())))}"
+            for v in LOSSES
         )
-    )
-    + ".",
-    "On feedback_test (seed means): "
-    + "; ".join(
-        f"{v}: KL {means.loc[v, 'kl']:.3f}, accuracy {means.loc[v, 'accuracy']:.3f}, macro-F1 "
-        f"{means.loc[v, 'macro_f1']:.3f}, ECE {means.loc[v, 'ece_excellent']:.3f}"
-        for v in LOSSES
-    )
-    + ".",
-]
-if "feedback_ce_majority" in LOSSES:
-    lines.append(
-        "The informative contrast, feedback_ce_majority against feedback_kl: KL "
-        + ", ".join(
-            f"{sub} {t.loc[('kl', sub, 'feedback_ce_majority'), 'delta']:+.3f} nats (Holm p "
-            f"{t.loc[('kl', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
-            for sub in AGREEMENT_SUBSETS
+        + ")"
+        + (
+            ""
+            if len(LOSSES) == 3
+            else "; not yet in `results/`: "
+            + ", ".join(
+                f"`{v}`"
+                for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority")
+                if v not in LOSSES
+            )
         )
-        + "; argmax accuracy "
-        + ", ".join(
-            f"{sub} {t.loc[('correct', sub, 'feedback_ce_majority'), 'delta']:+.3f} (Holm p "
-            f"{t.loc[('correct', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
-            for sub in AGREEMENT_SUBSETS
+        + ".",
+        "On feedback_test (seed means): "
+        + "; ".join(
+            f"{v}: KL {means.loc[v, 'kl']:.3f}, accuracy {means.loc[v, 'accuracy']:.3f}, macro-F1 "
+            f"{means.loc[v, 'macro_f1']:.3f}, ECE {means.loc[v, 'ece_excellent']:.3f}"
+            for v in LOSSES
         )
-        + "."
-    )
-if "feedback_ce_annotator" in LOSSES:
-    lines.append(
-        "feedback_ce_annotator against feedback_kl (the same expected gradient): KL all items "
-        f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'delta']:+.3f} nats (Holm p "
-        f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'p_holm']:.3g})."
-    )
-lines += [
-    "QA accuracy on the hybrid RQA against feedback_kl: "
-    + "; ".join(f"{v} {100 * r['delta']:+.2f} points (Holm p {r['p_holm']:.3g})" for v, r in h.iterrows())
-    + ".",
-]
-display(Markdown("\n".join(f"- {x}" for x in lines)))
+        + ".",
+    ]
+    if "feedback_ce_majority" in LOSSES:
+        lines.append(
+            "The informative contrast, feedback_ce_majority against feedback_kl: KL "
+            + ", ".join(
+                f"{sub} {t.loc[('kl', sub, 'feedback_ce_majority'), 'delta']:+.3f} nats (Holm p "
+                f"{t.loc[('kl', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
+                for sub in AGREEMENT_SUBSETS
+            )
+            + "; argmax accuracy "
+            + ", ".join(
+                f"{sub} {t.loc[('correct', sub, 'feedback_ce_majority'), 'delta']:+.3f} (Holm p "
+                f"{t.loc[('correct', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
+                for sub in AGREEMENT_SUBSETS
+            )
+            + "."
+        )
+    if "feedback_ce_annotator" in LOSSES:
+        lines.append(
+            "feedback_ce_annotator against feedback_kl (the same expected gradient): KL all items "
+            f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'delta']:+.3f} nats (Holm p "
+            f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'p_holm']:.3g})."
+        )
+    lines += [
+        "QA accuracy on the hybrid RQA against feedback_kl: "
+        + "; ".join(f"{v} {100 * r['delta']:+.2f} points (Holm p {r['p_holm']:.3g})" for v, r in h.iterrows())
+        + ".",
+    ]
+    display(Markdown("\n".join(f"- {x}" for x in lines)))
+else:
+    display(WAITING)
 
 # %% [markdown]
 # ## Rating quality per loss
@@ -151,19 +168,26 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # Mean ± sd over each loss's seeds (the value alone where a loss has one seed; the findings list the seeds present), on all items and split by agreement: **unanimous** (all three annotators gave the same rating) and **disagree** (at least two different ratings). Majority ties go to the lower rating.
 
 # %% tags=["hide-input"]
-metrics = ["accuracy", "macro_f1", "kl", "ece_excellent"]
-HEADERS = {"accuracy": "accuracy", "macro_f1": "macro-F1", "kl": "KL (nats)", "ece_excellent": "ECE P(Exc)"}
-summary = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])
-cells = pd.DataFrame(
-    {
-        HEADERS[m]: [
-            plus_minus(a, b, 3) for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)
-        ]
-        for m in metrics
-    },
-    index=summary.index,
-)
-cells.join(quality.groupby(["reranker", "subset"], sort=False)["n"].first().rename("items"))
+if READY:
+    metrics = ["accuracy", "macro_f1", "kl", "ece_excellent"]
+    HEADERS = {
+        "accuracy": "accuracy",
+        "macro_f1": "macro-F1",
+        "kl": "KL (nats)",
+        "ece_excellent": "ECE P(Exc)",
+    }
+    summary = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])
+    cells = pd.DataFrame(
+        {
+            HEADERS[m]: [
+                plus_minus(a, b, 3) for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)
+            ]
+            for m in metrics
+        },
+        index=summary.index,
+    )
+    display(cells.join(quality.groupby(["reranker", "subset"], sort=False)["n"].first().rename("items")))
+
 
 # %% [markdown]
 # Two constant predictors put these numbers in context: always the most frequent majority label of the training feedback, and always the training feedback's average rating distribution (what a model that learned nothing about the pair would predict). Both use the training items of the rerankers only.
@@ -175,39 +199,45 @@ from fqa_analysis.core.ratings import LABELS, majority_label, rating_distributio
 from fqa_analysis.core.reranking import constant_rating_quality
 from fqa_analysis.models.reranker_data import feedback_item_sets
 
-data_dir = data.resolve_data_dir(None)
-fit_items, _ = feedback_item_sets(
-    stage["protocol"], data.available_feedback(data_dir, "train"), data.available_feedback(data_dir, "valid")
-)
-prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
-top = pd.Series([majority_label(it.ratings) for it in fit_items]).value_counts().idxmax()
-rows = {
-    name: constant_rating_quality(row, items)
-    for name, row in {
-        f"always {top}": np.eye(4)[LABELS.index(top)] * (1 - 4e-6) + 1e-6,
-        "training prior": prior,
-    }.items()
-}
-print("training prior (Bad .. Excellent):", prior.round(3).tolist())
-pd.DataFrame(rows).T.round(3).rename(columns=HEADERS).rename_axis("constant predictor")
+if READY:
+    data_dir = data.resolve_data_dir(None)
+    fit_items, _ = feedback_item_sets(
+        stage["protocol"],
+        data.available_feedback(data_dir, "train"),
+        data.available_feedback(data_dir, "valid"),
+    )
+    prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
+    top = pd.Series([majority_label(it.ratings) for it in fit_items]).value_counts().idxmax()
+    rows = {
+        name: constant_rating_quality(row, items)
+        for name, row in {
+            f"always {top}": np.eye(4)[LABELS.index(top)] * (1 - 4e-6) + 1e-6,
+            "training prior": prior,
+        }.items()
+    }
+    print("training prior (Bad .. Excellent):", prior.round(3).tolist())
+    display(pd.DataFrame(rows).T.round(3).rename(columns=HEADERS).rename_axis("constant predictor"))
+
 
 # %% mystnb={"figure": {"caption": "Rating quality on feedback_test per training loss, on all items and by annotator agreement; bars are seed means, error bars the sd over seeds. Left: KL from the annotators' distribution to P_phi (lower is better); right: share of items whose argmax is the majority label."}} tags=["hide-input"]
-means = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
-for ax, metric in zip(axes, ["kl", "accuracy"], strict=True):
-    frame = pd.DataFrame(
-        {
-            "subset": means.index.get_level_values("subset"),
-            "reranker": means.index.get_level_values("reranker"),
-            metric: means[(metric, "mean")].to_numpy(),
-            "sd": means[(metric, "std")].to_numpy(),
-        }
-    )
-    plot_grouped_bars(frame, "subset", "reranker", metric, error="sd", ax=ax)
-axes[0].set_ylabel("KL(annotators || P_phi), nats (lower is better)")
-axes[1].set_ylabel("argmax = majority label")
-plt.tight_layout()
-plt.show()
+if READY:
+    means = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
+    for ax, metric in zip(axes, ["kl", "accuracy"], strict=True):
+        frame = pd.DataFrame(
+            {
+                "subset": means.index.get_level_values("subset"),
+                "reranker": means.index.get_level_values("reranker"),
+                metric: means[(metric, "mean")].to_numpy(),
+                "sd": means[(metric, "std")].to_numpy(),
+            }
+        )
+        plot_grouped_bars(frame, "subset", "reranker", metric, error="sd", ax=ax)
+    axes[0].set_ylabel("KL(annotators || P_phi), nats (lower is better)")
+    axes[1].set_ylabel("argmax = majority label")
+    plt.tight_layout()
+    plt.show()
+
 
 # %% [markdown]
 # ## Are the differences significant?
@@ -215,21 +245,23 @@ plt.show()
 # Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset). For KL a negative delta means the loss is *better* than KL.
 
 # %% tags=["hide-input"]
-print("items per subset:", tests.drop_duplicates("subset").set_index("subset")["n"].to_dict())
-for metric, header in (("kl", "KL (nats)"), ("correct", "argmax accuracy")):
-    print(f"{header}, each cross-entropy loss against feedback_kl:")
-    part = tests[tests["metric"] == metric]
-    display(
-        comparison_table(
-            part.set_index(["subset", "reranker"]),
-            names=["items", "loss"],
-            scale=1.0,
-            digits=3,
-            mean_header=header,
-            delta_header="Δ vs KL",
-            wtl=False,
+if READY:
+    print("items per subset:", tests.drop_duplicates("subset").set_index("subset")["n"].to_dict())
+    for metric, header in (("kl", "KL (nats)"), ("correct", "argmax accuracy")):
+        print(f"{header}, each cross-entropy loss against feedback_kl:")
+        part = tests[tests["metric"] == metric]
+        display(
+            comparison_table(
+                part.set_index(["subset", "reranker"]),
+                names=["items", "loss"],
+                scale=1.0,
+                digits=3,
+                mean_header=header,
+                delta_header="Δ vs KL",
+                wtl=False,
+            )
         )
-    )
+
 
 # %% [markdown]
 # The findings at the top of the page summarise these tables; each comparison's Holm family is named above its table.
@@ -240,25 +272,27 @@ for metric, header in (("kl", "KL (nats)"), ("correct", "argmax accuracy")):
 # Reliability diagrams on feedback_test, all seeds pooled: predicted P(Excellent) against the share of annotators who rated the answer Excellent, in 10 equal-width bins (point size ~ items in the bin). A reranker whose P(Excellent) matches the annotators' share lies on the diagonal.
 
 # %% mystnb={"figure": {"caption": "Reliability of P(Excellent) on feedback_test per reranker variant (all seeds pooled): predicted P(Excellent) against the share of annotators who said Excellent, 10 equal-width bins, point size by items; the title gives the seed-mean ECE."}} tags=["hide-input"]
-# four panels a row, so that each stays readable at page width
-n_rows = (len(VARIANTS) + 3) // 4
-fig, axes = plt.subplots(n_rows, 4, figsize=(13, 3.6 * n_rows), squeeze=False)
-for ax in axes.flat[len(VARIANTS) :]:
-    ax.set_visible(False)
-for ax, variant in zip(axes.flat, VARIANTS, strict=False):
-    part = joined[joined["reranker"] == variant]
-    plot_reliability(
-        part["p_excellent"].to_numpy(),
-        part["a_excellent"].to_numpy(),
-        variant,
-        ax=ax,
-        xlabel="predicted P(Excellent)",
-        ylabel="share of annotators: Excellent",
-    )
-    ece = quality[(quality["reranker"] == variant) & (quality["subset"] == "all")]["ece_excellent"]
-    ax.set_title(f"{variant}\nECE {ece.mean():.3f}", fontsize="small")
-plt.tight_layout()
-plt.show()
+if READY:
+    # four panels a row, so that each stays readable at page width
+    n_rows = (len(VARIANTS) + 3) // 4
+    fig, axes = plt.subplots(n_rows, 4, figsize=(13, 3.6 * n_rows), squeeze=False)
+    for ax in axes.flat[len(VARIANTS) :]:
+        ax.set_visible(False)
+    for ax, variant in zip(axes.flat, VARIANTS, strict=False):
+        part = joined[joined["reranker"] == variant]
+        plot_reliability(
+            part["p_excellent"].to_numpy(),
+            part["a_excellent"].to_numpy(),
+            variant,
+            ax=ax,
+            xlabel="predicted P(Excellent)",
+            ylabel="share of annotators: Excellent",
+        )
+        ece = quality[(quality["reranker"] == variant) & (quality["subset"] == "all")]["ece_excellent"]
+        ax.set_title(f"{variant}\nECE {ece.mean():.3f}", fontsize="small")
+    plt.tight_layout()
+    plt.show()
+
 
 # %% [markdown]
 # ## Does the loss change the QA accuracy?
@@ -266,4 +300,5 @@ plt.show()
 # The reranked QA system's overall accuracy (S = P_theta + P(Excellent), micro), each cross-entropy loss against `feedback_kl`, on seed-averaged per-question outcomes, per RQA system (Holm over the two losses within an RQA system):
 
 # %% tags=["hide-input"]
-comparison_table(qa, names=("RQA", "loss"))
+if READY:
+    display(comparison_table(qa, names=("RQA", "loss")))
