@@ -55,7 +55,9 @@ WAITING = Markdown(
     + ", ".join(
         f"`{v}`" for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v not in LOSSES
     )
-    + " not in `results/` yet (`fqa run rerank --variants ...` adds them; see the manifest's planned runs).*"
+    + " not in `results/` yet (`fqa run rerank --variants "
+    + ",".join(v for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v not in LOSSES)
+    + "` adds them). The sections below fill in when they are there.*"
 )
 print("losses present: " + (", ".join(LOSSES) or "none"))
 

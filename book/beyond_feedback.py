@@ -353,7 +353,7 @@ display(
 # %% [markdown]
 # ## What it costs
 #
-# Training time of each experiment run, measured when it was trained (the sum of its epochs' wall time, kept with the model in the cache and copied to the manifest), and the compute of the steps this stage's manifest recorded. The runs were trained and scored by an earlier invocation of the stage that was interrupted before it wrote its manifest, so their scoring time is not in this stage's record.
+# Training time of each experiment run, measured when it was trained (the sum of its epochs' wall time, kept with the model in the cache and copied to the manifest), and the compute of the steps this stage's manifest recorded.
 
 # %% tags=["hide-input"]
 if CURRENT:

@@ -315,8 +315,12 @@ spread_domains = stability[w_cols].max(axis=1) - stability[w_cols].min(axis=1)
 spread_seeds = stability[s_cols].max(axis=1) - stability[s_cols].min(axis=1)
 print(
     f"best w across domains: range {spread_domains.min():.2f}..{spread_domains.max():.2f} "
-    f"(median {spread_domains.median():.2f}); across seeds: range {spread_seeds.min():.2f}.."
-    f"{spread_seeds.max():.2f} (median {spread_seeds.median():.2f})"
+    f"(median {spread_domains.median():.2f}); "
+    + (
+        f"across seeds: range {spread_seeds.min():.2f}..{spread_seeds.max():.2f} (median {spread_seeds.median():.2f})"
+        if len(SEEDS) > 1
+        else "across seeds: one seed present, no spread to measure"
+    )
 )
 gap = stability["best_accuracy"] - stability["accuracy_at_half"]
 print(

@@ -219,7 +219,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 #
 # A cross-encoder over (question, passage text): all-MiniLM-L6-v2 with a 4-way rating head (Bad, Could be improved, Acceptable, Excellent) on the [CLS] state; P_phi is its softmax. All six transformer layers are trained, max 128 tokens of question + passage, batch 32, AdamW, lr 5e-5 with 10% linear warm-up, float32 on the CPU; the epoch with the lowest KL to held-out ratings is kept.
 #
-# **The relevance model (`vanilla`).** The paper fine-tunes a pretrained BART-large, and a practitioner would start from a pretrained relevance cross-encoder; MiniLM is a sentence-embedding network, and fine-tuned on the feedback alone it barely learns which passage answers a question (the `*_scratch` rows). So the starting point is trained here, on QA data only: every QA-train question of the five domains (Quebec's QA data included; its feedback does not exist), the gold passage rated Excellent and three passages drawn from zero-shot MiniLM's top 10 non-gold rated Bad (one negative source for every reranker, so none depends on the RQA it rescores), one epoch, a listwise loss (softmax over each question's gold and negatives of log P(Excellent)) added to the 4-way cross-entropy. One in ten QA-train questions is held out for checking the fit. It is one model (seed 0), shared by every seed of every variant that continues from it; it is also the paper's VanillaReranker row.
+# **The relevance model (`vanilla`).** The paper fine-tunes a pretrained BART-large, and a practitioner would start from a pretrained relevance cross-encoder; MiniLM is a sentence-embedding network, not a relevance model (how much it learns from the feedback alone is what the `*_scratch` rows measure, where present). So the starting point is trained here, on QA data only: every QA-train question of the five domains (Quebec's QA data included; its feedback does not exist), the gold passage rated Excellent and three passages drawn from zero-shot MiniLM's top 10 non-gold rated Bad (one negative source for every reranker, so none depends on the RQA it rescores), one epoch, a listwise loss (softmax over each question's gold and negatives of log P(Excellent)) added to the 4-way cross-entropy. One in ten QA-train questions is held out for checking the fit. It is one model (seed 0), shared by every seed of every variant that continues from it; it is also the paper's VanillaReranker row.
 #
 # | reranker | starts from | trains on | loss |
 # |---|---|---|---|
@@ -261,11 +261,8 @@ mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"]).rename(
 # Each reranker against the RQA alone, within each RQA system: per question the outcome is averaged over the reranker's seeds, and a paired bootstrap over the overall questions (resampled within test sets) gives the 95% CI of the difference (not adjusted for multiplicity) and a two-sided p-value, Holm-corrected over the rerankers of one RQA system (the family named under the table). W/T/L counts questions where the reranked outcome is better / equal / worse than the RQA alone. Accuracies and differences in points. The diamonds in the figure are the paper's gains over its own RQA.
 
 # %% mystnb={"figure": {"caption": "Change in overall accuracy@1 (micro, points) over the RQA alone, per RQA system (panels) and reranker (rows): dots are seed means, bars the 95% paired-bootstrap CI (unadjusted). Hollow diamonds: the paper's gains of its Feedback, Vanilla and Combined rerankers over its BERT RQA."}} tags=["hide-input"]
-gain_rows = micro.table.reset_index()
-gain_rows = gain_rows.assign(reranker=pd.Categorical(gain_rows["reranker"], RERANKERS[1:], ordered=True))
-plot_gains(
-    gain_rows.sort_values(["reranker"]).assign(reranker=lambda t: t["reranker"].astype(str)), PAPER_GAIN
-)
+gain_rows = ordered(micro.table).reset_index()  # RQA systems weakest first, rerankers as declared
+plot_gains(gain_rows, PAPER_GAIN)
 plt.tight_layout()
 # %% tags=["hide-input"]
 print(micro.signature())
@@ -293,7 +290,7 @@ else:
 # %% [markdown]
 # ## What the rerankers can tell apart
 #
-# Per reranker, on {glue}`rqa_name`'s top 5 for the overall questions: **AUC**, how well P(Excellent) alone ranks the gold passage above the other candidates (0.5 is chance); **alone**, accuracy@1 of the reranker alone (argmax P(Excellent) among the five); **reranked**, accuracy@1 of the paper's S; and, on feedback_test, **KL**, the mean KL divergence from the annotators' rating distribution to P_phi (nats, lower is better). Mean ± sd over the reranker's seeds (a single seed shows its value). References under the table: the RQA alone, a random pick among the five, and the KL of always predicting the training feedback's average rating.
+# Per reranker, on the top 5 of {glue}`rqa_name` for the overall questions: **AUC**, how well P(Excellent) alone ranks the gold passage above the other candidates (0.5 is chance); **alone**, accuracy@1 of the reranker alone (argmax P(Excellent) among the five); **reranked**, accuracy@1 of the paper's S; and, on feedback_test, **KL**, the mean KL divergence from the annotators' rating distribution to P_phi (nats, lower is better). Mean ± sd over the reranker's seeds (a single seed shows its value). References, printed above the table: the RQA alone, a random pick among the five, and the KL of always predicting the training feedback's average rating.
 
 # %% tags=["hide-input"]
 from myst_nb import glue
@@ -343,7 +340,7 @@ separation
 FORMATS = {
     1: lambda v, p: f"{v:.3f}",
     2: lambda v, p: f"{v:+.3f} nats",
-    3: lambda v, p: f"{100 * v:.1f}%",
+    3: lambda v, p: f"{100 * v:.1f}% ({quality.groupby('reranker')['alone'].mean().idxmax()})",
     4: lambda v, p: f"{100 * v:+.2f} points, Holm p {p:.2g}",
 }
 pd.DataFrame(
@@ -374,9 +371,8 @@ why_view = pd.DataFrame(
         "sum follows the reranker": why["sum_follows_reranker"].round(0).astype(int),
         "net questions won": why["sum_gain"].map("{:+.1f}".format),
         "net change (points)": (100 * why["sum_gain"] / why["questions"]).map("{:+.2f}".format),
-    },
-    index=pd.Index([breakable(n) for n in why.index], name="reranker"),
-)
+    }
+).set_axis(pd.Index([breakable(n) for n in why.index], name="reranker"))  # labels set after: values align
 top_why = why["reranker_right"].sub(why["rqa_right"]).idxmax()
 print(
     f"{int(why['questions'].iloc[0]):,} questions; where their picks differ the reranker alone is right more "
@@ -388,7 +384,7 @@ why_view
 # %% [markdown]
 # ## Each reranker alone on every RQA system
 #
-# Accuracy@1 of each reranker alone (argmax P(Excellent) among that system's top 5; ties to the better RQA rank) beside the RQA alone, overall micro, mean over seeds, in %; the line under the table names the (RQA, reranker) pairs where the reranker alone is the better of the two. A reranker that is right more often than the RQA it rescores has something to add; one that is right less often can add only where the RQA is unsure.
+# Accuracy@1 of each reranker alone (argmax P(Excellent) among that system's top 5; ties to the better RQA rank) beside the RQA alone, overall micro, mean over seeds, in %; the line above the table names the (RQA, reranker) pairs where the reranker alone is the better of the two. A reranker that is right more often than the RQA it rescores has something to add; one that is right less often can add only where the RQA is unsure.
 
 # %% tags=["hide-input"]
 every = pd.concat([reranker_quality(candidates, r).assign(rqa=r) for r in RESCORED], ignore_index=True)
@@ -567,11 +563,11 @@ pd.DataFrame(rows).set_index(["reranker", "seed"])
 # %% [markdown]
 # ## Cost of the stage
 #
-# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): the embedding lookup of every distinct pair, then per reranker and seed the training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` and `compute_peak_rss_mb` are what computing a step cost (kept when a later run read it from the cache; `wall_s` is the last run's time).
+# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): `data` (loading the data and the pseudo pairs' negatives), `lower_layers` (the token-embedding lookup of every distinct pair, computed once), then per reranker and seed its training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` (seconds) and `compute_peak_rss_mb` are what computing each step cost when it ran; some steps ran beside other jobs on the same two cores, which inflates their seconds.
 
 # %% tags=["hide-input"]
 timings = pd.DataFrame(stage["timings"]).T
-cols = [c for c in ("compute_s", "compute_peak_rss_mb", "wall_s", "from_cache") if c in timings.columns]
+cols = [c for c in ("compute_s", "compute_peak_rss_mb") if c in timings.columns]
 print(
     f"whole stage: {compute_min:.1f} min of compute, peak {peak_gib:.1f} GiB; {stage['scored_pairs']:,} "
     "distinct pairs scored per reranker"
