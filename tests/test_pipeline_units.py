@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -161,8 +162,11 @@ def test_score_cached_runs_only_pairs_the_model_never_scored(
     monkeypatch.setattr(reranker_variants, "predict", fake_predict)
     model = RerankConfig()
 
+    # every pair as long as every other: the order scored is the ids' sorted order
+    states = SimpleNamespace(length=lambda pid: 1)
+
     def score(ids: list[str]) -> tuple[np.ndarray, bool]:
-        return reranker_variants.score_cached(tmp_path, {}, ids, None, model)  # type: ignore[arg-type]
+        return reranker_variants.score_cached(tmp_path, {}, ids, states, model)  # type: ignore[arg-type]
 
     first, cached = score(["b", "a"])
     assert asked == [["a", "b"]] and not cached
