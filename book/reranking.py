@@ -28,7 +28,14 @@ from fqa_analysis import data
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_gains
 from fqa_analysis.core.ratings import item_ratings, rating_distribution
-from fqa_analysis.core.report import breakable, comparison_table, interval, mean_sd_table, paper_shape_table
+from fqa_analysis.core.report import (
+    breakable,
+    comparison_table,
+    interval,
+    mean_sd_table,
+    paper_shape_table,
+    plus_minus,
+)
 from fqa_analysis.core.reranking import (
     compare_family,
     compare_to_baseline,
@@ -301,9 +308,7 @@ glue("rqa_name", RQA, display=False)
 def mean_sd(series, digits, scale=1.0):
     g = series.groupby(level=0, sort=False)
     m, s = scale * g.mean(), scale * g.std()
-    return [
-        f"{a:.{digits}f}" + ("" if np.isnan(b) else f" ± {b:.{digits}f}") for a, b in zip(m, s, strict=True)
-    ]
+    return [plus_minus(a, b, digits) for a, b in zip(m, s, strict=True)]  # one seed: the value alone
 
 
 q = quality.set_index("reranker").loc[[k for k in RERANKERS[1:] if k in set(quality["reranker"])]]
