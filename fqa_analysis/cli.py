@@ -130,6 +130,13 @@ def _parser() -> argparse.ArgumentParser:
         f"{RerankConfig.frozen_layers}, every layer trained)",
     )
     run_p.add_argument(
+        "--warm-frozen-layers",
+        type=_int_in(0, MINILM_LAYERS - 1),
+        help="rerank stage: lower layers of the relevance model kept frozen in every variant "
+        f"continued from it, 0..{MINILM_LAYERS - 1}; their states are computed once (default: "
+        f"{RerankRunConfig.warm_frozen_layers}, every layer trained)",
+    )
+    run_p.add_argument(
         "--rerank-epochs",
         type=_int_in(1),
         help=f"reranker epochs (default: {RerankConfig.epochs}) of every variant but "
@@ -256,7 +263,7 @@ STAGES: dict[str, set[str]] = {
     "rqa": {"subset", "systems", "seed", "epochs", "max_steps", "replace"},
     # the recipes set the relevance options themselves; the model options are shared
     "relevance": {"subset", "recipes", "max_len", "device", "max_steps", "replace"},
-    "rerank": _RERANK_OPTIONS | {"replace"},
+    "rerank": _RERANK_OPTIONS | {"replace", "warm_frozen_layers"},
     "explain": {"subset", "explain_epochs", "explain_candidates", "max_steps"},
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
     "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth"},
@@ -364,6 +371,11 @@ def _pointless(args: argparse.Namespace) -> list[str]:
                     f"--{name} sets the fine-tuning of minilm_ft / hybrid, which --systems "
                     f"{','.join(systems)} does not include: it has no effect"
                 )
+    if args.warm_frozen_layers and args.frozen_layers:
+        notes.append(
+            "--frozen-layers with --warm-frozen-layers would train the relevance model on MiniLM's "
+            "frozen lower layers, leaving it none of its own to freeze"
+        )
     return notes
 
 
@@ -449,6 +461,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         negative_source=args.negative_source or RerankRunConfig.negative_source,
         relevance_domains=args.relevance_domains or RerankRunConfig.relevance_domains,
         score_rqa=args.rescore or RerankRunConfig.score_rqa,
+        warm_frozen_layers=args.warm_frozen_layers or RerankRunConfig.warm_frozen_layers,
     )
     if args.relevance_epochs is not None:
         rerank = replace(rerank, variant_epochs={**rerank.variant_epochs, "vanilla": args.relevance_epochs})

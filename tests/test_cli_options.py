@@ -27,6 +27,10 @@ from fqa_analysis.cli import main
         (["relevance", "--recipes", "best"], "argument --recipes: unknown best (allowed: listwise_3neg_all"),
         (["rerank", "--frozen-layers", "9"], "argument --frozen-layers: 9 is out of range (allowed: 0..6)"),
         (
+            ["rerank", "--warm-frozen-layers", "6"],
+            "argument --warm-frozen-layers: 6 is out of range (allowed: 0..5)",
+        ),
+        (
             ["rerank", "--rerank-epochs", "0"],
             "argument --rerank-epochs: 0 is out of range (allowed: 1 or more)",
         ),
@@ -76,6 +80,11 @@ def test_a_bad_value_is_one_line_and_exit_2(
             "--negatives is read by stage rerank / beyond / explain_rate only",
         ),
         (["rerank", "--recipes", "listwise_3neg_all"], "--recipes is read by stage relevance only"),
+        (["beyond", "--warm-frozen-layers", "4"], "--warm-frozen-layers is read by stage rerank only"),
+        (
+            ["rerank", "--warm-frozen-layers", "4", "--frozen-layers", "2"],
+            "--frozen-layers with --warm-frozen-layers would train the relevance model",
+        ),
         (
             ["rqa", "--systems", "bm25,minilm", "--epochs", "2"],
             "--epochs sets the fine-tuning of minilm_ft / hybrid",

@@ -256,3 +256,38 @@ def test_accumulated_entry_keeps_runs_of_one_configuration_and_names_what_differ
     nested = {"model": {"lr": 1e-4, "bf16": True}, "seeds": [0], "variants": {}}
     assert accumulated_entry(tmp_path, "rerank", nested, ("seeds", "variants", "model.bf16")) != {}
     assert accumulated_entry(tmp_path, "other_stage", same) == {}
+
+
+def test_a_frozen_warm_start_computes_what_the_full_model_computes(tmp_path: Path) -> None:
+    """The relevance model split at layer k (lower layers run once, the upper ones trained) is one model."""
+    import torch
+
+    from fqa_analysis.models.reranker import (
+        RerankConfig,
+        _Top,
+        encode_pairs,
+        lower_layer_weights,
+        pair_id,
+        predict,
+        upper_layer_weights,
+    )
+
+    pairs = [
+        ("how do I renew my visa", "Apply online before the visa expires."),
+        ("is the office open", "No."),
+    ]
+    ids = [pair_id(q, p) for q, p in pairs]
+    full = RerankConfig(threads=1)
+    # a "trained" model: MiniLM with a seeded head, every weight nudged so no layer equals MiniLM's
+    weights = {k: v + 0.01 * torch.randn_like(v) for k, v in _Top(full, seed=3).modules.state_dict().items()}
+    expected = predict(weights, ids, encode_pairs(pairs, full, tmp_path), full)
+    frozen = RerankConfig(threads=1, frozen_layers=4)
+    lower = ("relevance", lower_layer_weights(weights, 4))
+    states = encode_pairs(pairs, frozen, tmp_path, lower=lower)
+    got = predict(upper_layer_weights(weights, 4), ids, states, frozen)
+    # equal up to the fp16 the cached states are stored in
+    assert np.abs(got - expected).max() < 2e-3
+    # MiniLM's own lower layers give other states: the weights passed are the ones run
+    plain = predict(upper_layer_weights(weights, 4), ids, encode_pairs(pairs, frozen, tmp_path), frozen)
+    assert np.abs(plain - expected).max() > 1e-3
+    assert len(lower[1]) == 4 * len([k for k in weights if k.startswith("0.0.")])

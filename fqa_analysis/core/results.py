@@ -18,6 +18,7 @@ from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.errors import DataError, DataProblem
 
 __all__ = [
+    "LATER_SETTINGS",
     "RERANK_RUN_FIELDS",
     "comparable_config",
     "load_candidates",
@@ -169,6 +170,12 @@ def _flat(record: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+#: Settings added after stages recorded their configurations, with the value every earlier record
+#: ran at: :func:`comparable_config` treats a setting at that value as absent, so a record written
+#: before it existed still describes the same configuration.
+LATER_SETTINGS: dict[str, Any] = {"warm_frozen_layers": 0}
+
+
 def comparable_config(record: dict[str, Any], run_fields: tuple[str, ...] = ()) -> dict[str, Any]:
     """A config record flattened to ``dotted.key -> value``, without the settings that only name runs.
 
@@ -178,9 +185,16 @@ def comparable_config(record: dict[str, Any], run_fields: tuple[str, ...] = ()) 
     Example:
         >>> comparable_config({"model": {"lr": 1, "bf16": False}, "seeds": [0]}, ("seeds",))
         {'model.lr': 1, 'model.bf16': False}
+        >>> comparable_config({"lr": 1, "warm_frozen_layers": 0}) == comparable_config({"lr": 1})
+        True
     """
     flat = _flat(json.loads(json.dumps(record)))
-    return {k: v for k, v in flat.items() if not any(k == f or k.startswith(f + ".") for f in run_fields)}
+    return {
+        k: v
+        for k, v in flat.items()
+        if not any(k == f or k.startswith(f + ".") for f in run_fields)
+        and not (k.rsplit(".", 1)[-1] in LATER_SETTINGS and v == LATER_SETTINGS[k.rsplit(".", 1)[-1]])
+    }
 
 
 def rerankers_current(recorded: dict[str, Any] | None, rerank_stage: dict[str, Any]) -> bool:

@@ -37,9 +37,11 @@ __all__ = [
     "bf16_autocast",
     "encode_pairs",
     "listwise_loss",
+    "lower_layer_weights",
     "predict",
     "resolve_device",
     "train_reranker",
+    "upper_layer_weights",
     "uses_bf16",
 ]
 
@@ -201,8 +203,64 @@ class PairStates:
         return torch.from_numpy(hidden), torch.from_numpy(mask)
 
 
-def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_root: Path) -> PairStates:
-    """Run the frozen lower layers over every distinct pair once (cached, chunked, resumable)."""
+def lower_layer_weights(weights: dict[str, Any], frozen_layers: int) -> dict[str, Any]:
+    """A trained reranker's lower ``frozen_layers`` transformer layers, keyed as ``encoder.layer`` keys them.
+
+    A reranker's state dict holds its transformer layers under ``0.{i}.`` (``i`` counted from the
+    first trained layer) and its head under ``1.``; this picks the layers below ``frozen_layers``
+    of a reranker trained with every layer (``frozen_layers = 0``).
+
+    Example:
+        >>> w = {"0.0.a": 1, "0.1.a": 2, "0.2.a": 3, "1.weight": 4}
+        >>> lower_layer_weights(w, 2)
+        {'0.a': 1, '1.a': 2}
+    """
+    out = {}
+    for name, value in weights.items():
+        group, layer, rest = name.split(".", 2) if name.count(".") >= 2 else (name, "", "")
+        if group == "0" and layer.isdigit() and int(layer) < frozen_layers:
+            out[f"{layer}.{rest}"] = value
+    return out
+
+
+def upper_layer_weights(weights: dict[str, Any], frozen_layers: int) -> dict[str, Any]:
+    """A trained reranker's layers from ``frozen_layers`` up and its head, renumbered for a frozen top.
+
+    The weights a reranker with ``frozen_layers`` frozen layers continues from when its lower
+    layers are those of ``weights`` (a model trained with every layer): layer ``i`` becomes
+    ``i - frozen_layers``, the head is kept.
+
+    Example:
+        >>> w = {"0.0.a": 1, "0.1.a": 2, "0.2.a": 3, "1.weight": 4}
+        >>> upper_layer_weights(w, 2)
+        {'0.0.a': 3, '1.weight': 4}
+    """
+    out = {}
+    for name, value in weights.items():
+        group, layer, rest = name.split(".", 2) if name.count(".") >= 2 else (name, "", "")
+        if group != "0":
+            out[name] = value
+        elif int(layer) >= frozen_layers:
+            out[f"0.{int(layer) - frozen_layers}.{rest}"] = value
+    return out
+
+
+def encode_pairs(
+    pairs: Sequence[tuple[str, str]],
+    config: RerankConfig,
+    cache_root: Path,
+    lower: tuple[str, dict[str, Any]] | None = None,
+) -> PairStates:
+    """Run the frozen lower layers over every distinct pair once (cached, chunked, resumable).
+
+    Args:
+        pairs: (question, passage) pairs; each distinct pair is encoded once.
+        config: Settings (``frozen_layers`` layers are run; 0 runs the embedding lookup only).
+        cache_root: Model-output cache.
+        lower: ``(name, weights)`` of the layers to run instead of MiniLM's (from
+            :func:`lower_layer_weights`: a trained reranker's lower layers); ``name`` (that model's
+            cache folder name, a content key) enters the states' key.
+    """
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -217,6 +275,7 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_r
         config.device,
         minilm_checkpoint(),
         ids,
+        *([] if lower is None else [("lower", lower[0])]),
     )
     folder = cache_root / "rerank_states" / key
     n_chunks = (len(unique) + CHUNK - 1) // CHUNK
@@ -227,6 +286,8 @@ def encode_pairs(pairs: Sequence[tuple[str, str]], config: RerankConfig, cache_r
         tokenizer = AutoTokenizer.from_pretrained(minilm_path())
         model = AutoModel.from_pretrained(minilm_path()).eval().to(config.device)
         model.encoder.layer = model.encoder.layer[: config.frozen_layers]
+        if lower is not None:  # strict: every lower layer's every weight comes from the trained model
+            model.encoder.layer.load_state_dict(lower[1])
         hidden_size = model.config.hidden_size
         with torch.inference_mode():
             for c in tqdm(todo, desc="lower layers", unit="chunk"):

@@ -11,7 +11,8 @@ them (the same content keys), so no stage imports another's helpers.
   :func:`ranked_passages`) and their mix; the RQA systems' candidates (:func:`candidate_texts`);
 * :func:`train_or_load` (one content-keyed model), :func:`train_relevance` and
   :func:`relevance_model` (the relevance model ``vanilla``), :func:`stage_model` (a variant,
-  warm-started from the relevance model);
+  warm-started from the relevance model, :func:`warm_start`, with its lower layers frozen under
+  ``warm_frozen_layers``);
 * :func:`score_cached`: P_phi of a model for pair ids, each pair scored once and stored beside
   the weights; :func:`stored_probabilities`, the rounding ``results/`` stores.
 """
@@ -30,7 +31,13 @@ import pandas as pd
 from tqdm import tqdm
 
 from fqa_analysis import data
-from fqa_analysis.cache import atomic_write_json, atomic_write_npz, content_key, default_cache_root
+from fqa_analysis.cache import (
+    OMIT_AT_DEFAULT,
+    atomic_write_json,
+    atomic_write_npz,
+    content_key,
+    default_cache_root,
+)
 from fqa_analysis.core.calibration import top_k
 from fqa_analysis.core.results import load_candidates
 from fqa_analysis.models.checkpoint import TrainingCheckpoint
@@ -40,10 +47,12 @@ from fqa_analysis.models.reranker import (
     PairStates,
     RerankConfig,
     encode_pairs,
+    lower_layer_weights,
     model_key,
     pair_id,
     predict,
     train_reranker,
+    upper_layer_weights,
 )
 from fqa_analysis.models.reranker_data import (
     RatedPair,
@@ -68,6 +77,7 @@ __all__ = [
     "RerankInputs",
     "RerankRunConfig",
     "Variant",
+    "WarmStart",
     "candidate_texts",
     "example_ids",
     "has_scores",
@@ -85,6 +95,7 @@ __all__ = [
     "train_or_load",
     "train_relevance",
     "variant_examples",
+    "warm_start",
 ]
 
 
@@ -193,6 +204,11 @@ class RerankRunConfig:
     score_domains: tuple[str, ...] = data.FEEDBACK_DOMAINS
     score_rqa: tuple[str, ...] = SYSTEMS
     holdout: float = 0.2
+    #: Lower transformer layers of the relevance model that the warm-started variants keep frozen,
+    #: 0..5: their states are computed once with the relevance model's weights and every warm
+    #: variant and seed trains only the layers above them and the head (``vanilla`` and the
+    #: ``_scratch`` rows are unaffected). 0, the default, trains every layer.
+    warm_frozen_layers: int = field(default=0, metadata=OMIT_AT_DEFAULT)
 
     def seeds_of(self, variant: str) -> tuple[int, ...]:
         """The seeds ``variant`` trains under this configuration."""
@@ -589,13 +605,51 @@ def stage_model(
         return train_relevance(*inputs.sources["pseudo"], states, config, seed, cache_root)
     examples, select = variant_examples(inputs, variant)
     model = config.model
-    if variant in config.variant_epochs:
-        model = replace(model, epochs=config.variant_epochs[variant])
     init = None
     if VARIANTS[variant].start == "relevance":
-        v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root)
-        init = (v_folder, v_weights)
+        warm = warm_start(inputs, states, config, cache_root)
+        init, states, model = (warm.folder, warm.weights), warm.states, warm.model
+    if variant in config.variant_epochs:
+        model = replace(model, epochs=config.variant_epochs[variant])
     return train_or_load(variant, seed, examples, select, states, model, cache_root, init)
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """What a warm-started variant continues from, and the states and settings it trains on.
+
+    Attributes:
+        folder: The relevance model's cache folder (its name, a content key, enters the variant's key).
+        weights: The weights the variant starts from: the relevance model's, or under
+            ``warm_frozen_layers`` its layers above them and its head.
+        states: Lower-layer states the variant trains and scores on: the stage's (the embedding
+            lookup), or the relevance model's lower layers run once over every pair.
+        model: The variant's settings (``frozen_layers`` = ``warm_frozen_layers``).
+    """
+
+    folder: Path
+    weights: dict[str, Any]
+    states: PairStates
+    model: RerankConfig
+
+
+def warm_start(
+    inputs: RerankInputs, states: PairStates, config: RerankRunConfig, cache_root: Path
+) -> WarmStart:
+    """The relevance model (trained or loaded) as the warm-started variants continue from it.
+
+    With ``config.warm_frozen_layers`` = k > 0 the relevance model's lower k layers are run once over
+    every pair of ``inputs`` (cached, keyed by that model), so each warm variant and seed trains and
+    scores only the 6 - k layers above them and the head.
+    """
+    v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root)
+    k = config.warm_frozen_layers
+    if k == 0:
+        return WarmStart(v_folder, v_weights, states, config.model)
+    model = replace(config.model, frozen_layers=k)
+    lower = (v_folder.name, lower_layer_weights(v_weights, k))
+    frozen_states = encode_pairs(inputs.all_pairs, model, cache_root, lower=lower)
+    return WarmStart(v_folder, upper_layer_weights(v_weights, k), frozen_states, model)
 
 
 #: File in a model's cache folder holding every pair id it has scored and its P_phi.

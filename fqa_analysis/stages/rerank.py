@@ -44,12 +44,14 @@ from fqa_analysis.models.reranker import CACHE_VERSION, encode_pairs
 from fqa_analysis.models.reranker_variants import (
     VARIANTS,
     RerankRunConfig,
+    WarmStart,
     has_scores,
     planned_runs,
     rerank_inputs,
     score_cached,
     stage_model,
     stored_probabilities,
+    warm_start,
 )
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import (
@@ -117,7 +119,15 @@ def run_rerank(
     position = {pid: i for i, pid in enumerate(score_ids)}
     new_rows, prediction_rows, histories = [], [], {}
     extended: set[str] = set()  # score steps that only added pairs to an earlier scoring
+    warm: WarmStart | None = None
     for variant, seed in config.runs():
+        run_states, run_model = states, config.model
+        if config.warm_frozen_layers and VARIANTS[variant].start == "relevance":
+            if warm is None:  # the relevance model's lower layers over every pair, once
+                with stage(timings, "relevance_lower_layers"):
+                    warm = warm_start(inputs, states, config, cache_root)
+                from_cache["relevance_lower_layers"] = warm.states.from_cache
+            run_states, run_model = warm.states, warm.model
         with stage(timings, f"{variant}/seed{seed}/train"):
             weights, history, folder, cached = stage_model(inputs, variant, seed, states, config, cache_root)
         from_cache[f"{variant}/seed{seed}/train"] = cached
@@ -126,7 +136,7 @@ def run_rerank(
         if has_scores(folder):
             extended.add(step)
         with stage(timings, step):
-            probs, cached = score_cached(folder, weights, score_ids, states, config.model)
+            probs, cached = score_cached(folder, weights, score_ids, run_states, run_model)
         from_cache[step] = cached
         rows = rqa_rows.copy()
         rows["reranker"], rows["seed"] = variant, seed
