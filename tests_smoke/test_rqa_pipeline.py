@@ -311,3 +311,29 @@ def test_relevance_recipes_share_one_held_out_set(smoke_run: tuple[Path, Path, f
     assert set(manifest["relevance"]["recipes"]) == set(RECIPES)
     # the rerank stage's warm-started variants and their scratch rows were all trained
     assert {"feedback_kl/seed0", "feedback_kl_scratch/seed0"} <= set(manifest["rerank"]["histories"])
+
+
+def test_warm_variants_with_frozen_lower_layers_run_in_their_own_folder(
+    smoke_run: tuple[Path, Path, float], tmp_path: Path
+) -> None:
+    """`--warm-frozen-layers 4`: warm variants on the relevance model's lower layers, in their own folder."""
+    import shutil
+
+    out, cache, _ = smoke_run
+    frozen = tmp_path / "frozen4"
+    frozen.mkdir()
+    shutil.copy(out / "candidates.parquet", frozen / "candidates.parquet")
+    argv = ["run", "rerank", "--subset", str(SUBSET), "--variants", "feedback_kl", "--seeds", "0"]
+    argv += ["--rerank-epochs", "1", "--max-steps", "2", "--cache-dir", str(cache)]
+    assert main([*argv, "--warm-frozen-layers", "4", "--out", str(frozen)]) == 0
+    entry = json.loads((frozen / "manifest.json").read_text())["stages"]["rerank"]
+    assert entry["config"]["warm_frozen_layers"] == 4
+    assert "relevance_lower_layers" in entry["timings"]
+    rows = pd.read_parquet(frozen / "candidates.parquet")
+    assert set(rows["reranker"]) == {"none", "feedback_kl"}  # the full runs copied in are dropped
+    keys = ["rqa", "domain", "split", "question_id", "passage_id"]
+    full = pd.read_parquet(out / "candidates.parquet").query("reranker == 'feedback_kl'").set_index(keys)
+    mine = rows.query("reranker == 'feedback_kl'").set_index(keys).loc[full.index]
+    assert len(mine) == len(full) and not (mine["p_excellent"] == full["p_excellent"]).all()
+    # the full configuration's folder refuses the frozen runs (a stage never mixes configurations)
+    assert main([*argv, "--warm-frozen-layers", "4", "--out", str(out)]) == 2

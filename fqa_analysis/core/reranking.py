@@ -49,6 +49,7 @@ __all__ = [
     "compare_family",
     "compare_to_baseline",
     "constant_rating_quality",
+    "freezing_effect",
     "join_annotators",
     "per_item_rating_scores",
     "pick_disagreement",
@@ -690,3 +691,54 @@ def pick_disagreement(
             }
         )
     return pd.DataFrame(rows)
+
+
+#: How far a frozen configuration may move each measure and still be adopted (the rerank issue's
+#: rule): ROC AUC and feedback_test KL by less than 0.005, S-accuracy@1 by less than 0.2 points.
+FREEZING_TOLERANCE: dict[str, float] = {"auc": 0.005, "kl": 0.005, "reranked": 0.002}
+
+
+def freezing_effect(full: pd.DataFrame, frozen: pd.DataFrame) -> pd.DataFrame:
+    """Each frozen configuration of a reranker beside the same reranker with every layer trained.
+
+    Args:
+        full: One row per reranker (index), every layer trained: ``auc``, ``kl`` (mean
+            KL(annotators || P_phi) on feedback_test), ``reranked`` (S-accuracy@1 as a share),
+            ``train_s``, ``score_s``.
+        frozen: The same columns and ``frozen_layers``, one row per (frozen_layers, reranker) with
+            the reranker as index.
+
+    Returns:
+        Per ``frozen_layers, reranker``: the frozen ``auc``, ``kl``, ``reranked`` and their changes
+        ``d_auc``, ``d_kl``, ``d_reranked`` (frozen minus full), ``speedup`` (full train + score
+        seconds over frozen's), and ``within`` (every change inside :data:`FREEZING_TOLERANCE`).
+        Rerankers without a full row are left out.
+
+    Example:
+        >>> full = pd.DataFrame({"auc": [0.80], "kl": [0.70], "reranked": [0.650], "train_s": [300.0],
+        ...                      "score_s": [500.0]}, index=["kl_model"])
+        >>> frozen = pd.DataFrame({"frozen_layers": [4, 5], "auc": [0.803, 0.79], "kl": [0.702, 0.70],
+        ...     "reranked": [0.651, 0.650], "train_s": [100.0, 50.0], "score_s": [100.0, 50.0]},
+        ...     index=["kl_model", "kl_model"])
+        >>> out = freezing_effect(full, frozen)
+        >>> out[["d_auc", "d_kl", "speedup"]].round(3).values.tolist(), out["within"].tolist()
+        ([[0.003, 0.002, 4.0], [-0.01, 0.0, 8.0]], [True, False])
+    """
+    rows = []
+    for name, row in frozen.iterrows():
+        if name not in full.index:
+            continue
+        base = full.loc[name]
+        changes = {f"d_{m}": float(row[m]) - float(base[m]) for m in FREEZING_TOLERANCE}
+        rows.append(
+            {
+                "frozen_layers": int(row["frozen_layers"]),
+                "reranker": name,
+                **{m: float(row[m]) for m in FREEZING_TOLERANCE},
+                **changes,
+                "speedup": (float(base["train_s"]) + float(base["score_s"]))
+                / (float(row["train_s"]) + float(row["score_s"])),
+                "within": all(abs(changes[f"d_{m}"]) < tol for m, tol in FREEZING_TOLERANCE.items()),
+            }
+        )
+    return pd.DataFrame(rows).set_index(["frozen_layers", "reranker"]) if rows else pd.DataFrame()

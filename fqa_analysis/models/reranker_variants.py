@@ -20,7 +20,7 @@ them (the same content keys), so no stage imports another's helpers.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -370,6 +370,7 @@ class RerankInputs:
         test_ids: Pair id of every test item.
         sources: Training source -> (fit pairs, model-selection pairs).
         all_pairs: Every (question, passage text) pair whose lower-layer states are cached.
+        scored_pairs: The pairs every trained reranker scores (candidates, then feedback_test).
     """
 
     protocol: str
@@ -380,6 +381,14 @@ class RerankInputs:
     test_ids: list[str]
     sources: dict[str, tuple[list[RatedPair], list[RatedPair]]]
     all_pairs: list[tuple[str, str]]
+    scored_pairs: list[tuple[str, str]]
+
+    def pairs_of(self, sources: Collection[str]) -> list[tuple[str, str]]:
+        """The pairs of training ``sources`` (fit and selection), then every scored pair."""
+        trained = [
+            (p.question, p.passage_text) for s in sorted(sources) for part in self.sources[s] for p in part
+        ]
+        return trained + self.scored_pairs
 
     @cached_property  # read by every scoring call of the beyond stage: sorted once
     def score_ids(self) -> list[str]:
@@ -452,9 +461,9 @@ def rerank_inputs(
         # continued from vanilla: the feedback and as many replayed pseudo pairs
         "both": (replay_sample(ps_fit, len(fb_fit)) + fb_fit, fb_select),
     }
-    all_pairs = [(p.question, p.passage_text) for f, s in sources.values() for p in f + s]
-    all_pairs += list(zip(rqa_rows["question"], cand_text, strict=True))
-    all_pairs += [(it.question, it.passage.text) for it in test_items]
+    scored_pairs = list(zip(rqa_rows["question"], cand_text, strict=True))
+    scored_pairs += [(it.question, it.passage.text) for it in test_items]
+    all_pairs = [(p.question, p.passage_text) for f, s in sources.values() for p in f + s] + scored_pairs
     return RerankInputs(
         protocol,
         candidates,
@@ -464,6 +473,7 @@ def rerank_inputs(
         [pair_id(it.question, it.passage.text) for it in test_items],
         sources,
         all_pairs,
+        scored_pairs,
     )
 
 
@@ -648,7 +658,10 @@ def warm_start(
         return WarmStart(v_folder, v_weights, states, config.model)
     model = replace(config.model, frozen_layers=k)
     lower = (v_folder.name, lower_layer_weights(v_weights, k))
-    frozen_states = encode_pairs(inputs.all_pairs, model, cache_root, lower=lower)
+    # only the pairs the warm variants train on and score (the pseudo pairs, 4 in 5 of all, only
+    # when ``combined`` replays some of them)
+    warm = {VARIANTS[v].source for v in config.variants if VARIANTS[v].start == "relevance"}
+    frozen_states = encode_pairs(inputs.pairs_of(warm), model, cache_root, lower=lower)
     return WarmStart(v_folder, upper_layer_weights(v_weights, k), frozen_states, model)
 
 
