@@ -728,7 +728,7 @@ def freezing_effect(full: pd.DataFrame, frozen: pd.DataFrame) -> pd.DataFrame:
     for name, row in frozen.iterrows():
         if name not in full.index:
             continue
-        base = full.loc[name]
+        base = full.loc[str(name)]
         changes = {f"d_{m}": float(row[m]) - float(base[m]) for m in FREEZING_TOLERANCE}
         rows.append(
             {
