@@ -221,3 +221,29 @@ def test_rerank_targets_measure_each_goal_and_leave_missing_runs_unmeasured() ->
     assert table["met"].tolist() == [True, True, True, True]
     empty = rerank_targets(quality.iloc[:0], gains.iloc[:0], pd.Series(dtype=float), 0.76, ["kl"], "kl")
     assert empty["met"].tolist() == [None, None, None, None]
+
+
+def test_run_measures_read_one_results_folder() -> None:
+    from fqa_analysis.core.reranking import run_measures
+
+    # the hand-made candidates of the score-rule ablation, read as the hybrid's in the WHO domain
+    candidates = _ablation_candidates().assign(rqa="hybrid")
+    none = candidates.assign(reranker="none", p_bad=np.nan, p_excellent=np.nan)
+    stage = {
+        "timings": {
+            "x/seed0/train": {"wall_s": 1.0, "compute_s": 30.0},
+            "x/seed0/score": {"wall_s": 5.0},  # a manifest step without compute_s counts its wall time
+        }
+    }
+    out = run_measures(
+        pd.concat([none, candidates]), _predictions([0, 1]), _items(), stage, "hybrid", ["WHO"]
+    )
+    row = out.loc["x"]
+    # P(Excellent), pooled: golds {0, 1} against non-golds {0.5, 0}: gold 1 beats both (2), gold 0
+    # loses to 0.5 (0) and ties 0 (0.5) -> AUC 2.5 / 4; S = p_rqa + P(Exc) picks 11 (0.9 > 0.5),
+    # then 20: accuracy 1/2
+    assert row["auc"] == pytest.approx(0.625) and row["reranked"] == pytest.approx(0.5)
+    # KL of item 0: ln 2 (see test_rating_quality_by_agreement); item 1: 1/3 ln(1/3 / 1e-12) + 2/3 ln(2/3)
+    item1 = (1 / 3) * np.log((1 / 3) / 1e-12) + (2 / 3) * np.log(2 / 3)
+    assert row["kl"] == pytest.approx((np.log(2) + item1) / 2)
+    assert (row["train_s"], row["score_s"]) == (30.0, 5.0)

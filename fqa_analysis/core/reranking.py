@@ -59,6 +59,7 @@ __all__ = [
     "recipe_table",
     "rerank_targets",
     "reranker_quality",
+    "run_measures",
     "score_ablation",
     "score_outcomes",
     "score_separation",
@@ -742,3 +743,42 @@ def freezing_effect(full: pd.DataFrame, frozen: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows).set_index(["frozen_layers", "reranker"]) if rows else pd.DataFrame()
+
+
+def run_measures(
+    candidates: pd.DataFrame,
+    predictions: pd.DataFrame,
+    items: pd.DataFrame,
+    stage: dict[str, Any],
+    rqa: str = "hybrid",
+    overall_domains: Sequence[str] = FEEDBACK_DOMAINS,
+) -> pd.DataFrame:
+    """Per reranker of one rerank-stage results folder, seed-averaged: what a configuration is judged on.
+
+    Args:
+        candidates: The folder's ``candidates.parquet``.
+        predictions: Its ``rating_predictions.parquet``.
+        items: :func:`~fqa_analysis.core.ratings.item_ratings` of feedback_test.
+        stage: Its manifest's ``rerank`` entry (the steps' ``compute_s``).
+        rqa: The RQA system the AUC and S-accuracy are measured on.
+        overall_domains: Domains of the overall.
+
+    Returns:
+        Index ``reranker``: ``auc`` and ``reranked`` (:func:`reranker_quality`, as shares), ``kl``
+        (mean KL(annotators || P_phi) on feedback_test, :func:`per_item_rating_scores`),
+        ``train_s`` and ``score_s`` (the mean over its seeds of its steps' compute seconds).
+    """
+    quality = reranker_quality(candidates, rqa, overall_domains)
+    out = quality.groupby("reranker", sort=False)[["auc", "reranked"]].mean()
+    per_item = per_item_rating_scores(join_annotators(predictions, items))
+    out["kl"] = per_item.groupby("reranker")["kl"].mean()
+    timings = stage["timings"]
+
+    def seconds(name: str, seed: int, step: str) -> float:
+        record = timings[f"{name}/seed{seed}/{step}"]
+        return float(record.get("compute_s", record["wall_s"]))  # compute_s: carried over from a cached step
+
+    seeds = quality.groupby("reranker", sort=False)["seed"].apply(list)
+    for step in ("train", "score"):
+        out[f"{step}_s"] = [float(np.mean([seconds(n, int(s), step) for s in seeds[n]])) for n in out.index]
+    return out
