@@ -40,12 +40,14 @@ from fqa_analysis.core.reranking import (
     compare_family,
     compare_to_baseline,
     constant_rating_quality,
+    freezing_effect,
     join_annotators,
     per_item_rating_scores,
     recipe_comparison,
     recipe_table,
     rerank_targets,
     reranker_quality,
+    run_measures,
     score_outcomes,
     seed_table,
 )
@@ -564,6 +566,58 @@ for name, h in stage["histories"].items():
         }
     )
 pd.DataFrame(rows).set_index(["reranker", "seed"])
+
+# %% [markdown]
+# ## Freezing the relevance model's lower layers
+#
+# Could the feedback variants train faster without losing anything? With the relevance model's lower k transformer layers frozen, their output for every pair is computed once (`fqa run rerank --warm-frozen-layers k`), and each variant and seed trains and scores only the 6 − k layers above and the head. Measured on seed 0, each frozen run is compared with the same variant with every layer trained (the rows above). The rule fixed before the runs: adopt the frozen form for the remaining seeds only where AUC and feedback_test KL move by less than 0.005 and S-accuracy@1 on the hybrid by less than 0.2 points, for every variant measured. Seconds are each model's training plus scoring (float32, 2-core CPU); the one-time pass over the lower layers is printed beside the table.
+
+# %% tags=["hide-input"]
+full_measures = run_measures(candidates, load_table(RESULTS, "rating_predictions.parquet"), items, stage, RQA)
+frozen_parts, lower_pass = [], {}
+for k in range(1, 6):
+    folder = RESULTS / f"frozen_k{k}"
+    if not (folder / "manifest.json").exists():
+        continue
+    frozen_stage = load_stage(folder, "rerank")
+    measures = run_measures(
+        load_candidates(folder), load_table(folder, "rating_predictions.parquet"), items, frozen_stage, RQA
+    )
+    frozen_parts.append(measures.assign(frozen_layers=k))
+    lower_pass[k] = frozen_stage["timings"]["relevance_lower_layers"]["compute_s"] / 60
+freezing = freezing_effect(full_measures, pd.concat(frozen_parts)) if frozen_parts else pd.DataFrame()
+if freezing.empty:
+    display(
+        Markdown(
+            "Not measured in this results folder: no `frozen_k*/` folder beside it holds a warm variant "
+            "that also ran with every layer trained ([Rerun](rerun.md) gives the commands)."
+        )
+    )
+else:
+    adopt = {k: bool(g["within"].all()) for k, g in freezing.groupby(level="frozen_layers")}
+    print(
+        "; ".join(
+            f"k = {k}: {'within' if ok else 'outside'} the tolerance for "
+            f"{int(freezing.loc[k, 'within'].sum())} of {len(freezing.loc[k])} variant(s), "
+            f"lower-layer pass {lower_pass[k]:.1f} min once"
+            for k, ok in adopt.items()
+        )
+        + "; seed 0"
+    )
+    display(
+        pd.DataFrame(
+            {
+                "AUC (Δ)": [f"{r.auc:.3f} ({r.d_auc:+.3f})" for r in freezing.itertuples()],
+                "KL, nats (Δ)": [f"{r.kl:.3f} ({r.d_kl:+.3f})" for r in freezing.itertuples()],
+                f"S-accuracy@1 on {RQA}, % (Δ points)": [
+                    f"{100 * r.reranked:.2f} ({100 * r.d_reranked:+.2f})" for r in freezing.itertuples()
+                ],
+                "speed-up": [f"{r.speedup:.1f}×" for r in freezing.itertuples()],
+                "within": ["yes" if r.within else "no" for r in freezing.itertuples()],
+            },
+            index=freezing.index.set_names(["frozen layers", "reranker"]),
+        )
+    )
 
 # %% [markdown]
 # ## Cost of the stage
