@@ -117,6 +117,24 @@ targets = rerank_targets(
     quality, micro.table.loc[RQA], rating_kl, prior_kl, [v for v in FEEDBACK if v not in SCRATCH]
 )
 
+# the warm variants with the relevance model's lower k layers frozen, from every frozen_k*/ folder
+# seed 0 on both sides: the frozen runs are seed 0
+full_measures = run_measures(
+    candidates, load_table(RESULTS, "rating_predictions.parquet"), items, stage, RQA, seeds=[0]
+)
+frozen_parts, lower_pass = [], {}
+for k in range(1, 6):
+    folder = RESULTS / f"frozen_k{k}"
+    if not (folder / "manifest.json").exists():
+        continue
+    frozen_stage = load_stage(folder, "rerank")
+    measures = run_measures(
+        load_candidates(folder), load_table(folder, "rating_predictions.parquet"), items, frozen_stage, RQA
+    )
+    frozen_parts.append(measures.assign(frozen_layers=k))
+    lower_pass[k] = frozen_stage["timings"]["relevance_lower_layers"]["compute_s"] / 60
+freezing = freezing_effect(full_measures, pd.concat(frozen_parts)) if frozen_parts else pd.DataFrame()
+
 
 def seeds_text(names):
     """'seed 0' or 'seeds 0, 1, 2' per reranker, grouped where they agree."""
@@ -200,6 +218,21 @@ if "feedback_kl" in rating_kl.index:
         f"On feedback_test, `feedback_kl`'s KL to the annotators' ratings is {rating_kl['feedback_kl']:.3f} "
         f"nats, against {prior_kl:.3f} for always predicting the training feedback's average rating."
     )
+if not freezing.empty:
+    for k, group in freezing.groupby(level="frozen_layers"):
+        ok = bool(group["within"].all())
+        lines.append(
+            f"**Freezing the lower {k} layers** of the relevance model under the warm variants "
+            f"({', '.join(f'`{r}`' for r in group.index.get_level_values('reranker'))}, seed 0) trains and "
+            f"scores {group['speedup'].min():.1f}-{group['speedup'].max():.1f}× faster and moves AUC by at "
+            f"most {group['d_auc'].abs().max():.3f}, KL by {group['d_kl'].abs().max():.3f} nats and "
+            f"S-accuracy@1 by {100 * group['d_reranked'].abs().max():.2f} points: "
+            + (
+                "inside the adoption rule (0.005, 0.005, 0.2 points)."
+                if ok
+                else "outside the adoption rule (0.005, 0.005, 0.2 points), so every layer stays trained."
+            )
+        )
 met = targets["met"].dropna()
 lines.append(
     f"**Targets** (the table below): {int(met.sum())} of {len(targets)} met"
@@ -570,22 +603,9 @@ pd.DataFrame(rows).set_index(["reranker", "seed"])
 # %% [markdown]
 # ## Freezing the relevance model's lower layers
 #
-# Could the feedback variants train faster without losing anything? With the relevance model's lower k transformer layers frozen, their output for every pair is computed once (`fqa run rerank --warm-frozen-layers k`), and each variant and seed trains and scores only the 6 − k layers above and the head. Measured on seed 0, each frozen run is compared with the same variant with every layer trained (the rows above). The rule fixed before the runs: adopt the frozen form for the remaining seeds only where AUC and feedback_test KL move by less than 0.005 and S-accuracy@1 on the hybrid by less than 0.2 points, for every variant measured. Seconds are each model's training plus scoring (float32, 2-core CPU); the one-time pass over the lower layers is printed beside the table.
+# Could the feedback variants train faster without losing anything? With the relevance model's lower k transformer layers frozen, their output for every pair is computed once (`fqa run rerank --warm-frozen-layers k`), and each variant and seed trains and scores only the 6 − k layers above and the head. Measured on seed 0, each frozen run is compared with the same variant's seed 0 with every layer trained. The rule fixed before the runs: adopt the frozen form for the remaining seeds only where AUC and feedback_test KL move by less than 0.005 and S-accuracy@1 on the hybrid by less than 0.2 points, for every variant measured. Seconds are each model's training plus scoring (float32, 2-core CPU); the one-time pass over the lower layers is printed beside the table.
 
 # %% tags=["hide-input"]
-full_measures = run_measures(candidates, load_table(RESULTS, "rating_predictions.parquet"), items, stage, RQA)
-frozen_parts, lower_pass = [], {}
-for k in range(1, 6):
-    folder = RESULTS / f"frozen_k{k}"
-    if not (folder / "manifest.json").exists():
-        continue
-    frozen_stage = load_stage(folder, "rerank")
-    measures = run_measures(
-        load_candidates(folder), load_table(folder, "rating_predictions.parquet"), items, frozen_stage, RQA
-    )
-    frozen_parts.append(measures.assign(frozen_layers=k))
-    lower_pass[k] = frozen_stage["timings"]["relevance_lower_layers"]["compute_s"] / 60
-freezing = freezing_effect(full_measures, pd.concat(frozen_parts)) if frozen_parts else pd.DataFrame()
 if freezing.empty:
     display(
         Markdown(

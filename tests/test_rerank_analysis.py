@@ -247,3 +247,7 @@ def test_run_measures_read_one_results_folder() -> None:
     item1 = (1 / 3) * np.log((1 / 3) / 1e-12) + (2 / 3) * np.log(2 / 3)
     assert row["kl"] == pytest.approx((np.log(2) + item1) / 2)
     assert (row["train_s"], row["score_s"]) == (30.0, 5.0)
+    # a seed the folder does not hold leaves no reranker
+    assert run_measures(
+        pd.concat([none, candidates]), _predictions([0, 1]), _items(), stage, "hybrid", ["WHO"], seeds=[1]
+    ).empty

@@ -752,6 +752,7 @@ def run_measures(
     stage: dict[str, Any],
     rqa: str = "hybrid",
     overall_domains: Sequence[str] = FEEDBACK_DOMAINS,
+    seeds: Sequence[int] | None = None,
 ) -> pd.DataFrame:
     """Per reranker of one rerank-stage results folder, seed-averaged: what a configuration is judged on.
 
@@ -762,6 +763,7 @@ def run_measures(
         stage: Its manifest's ``rerank`` entry (the steps' ``compute_s``).
         rqa: The RQA system the AUC and S-accuracy are measured on.
         overall_domains: Domains of the overall.
+        seeds: Only these seeds' runs (None: every seed).
 
     Returns:
         Index ``reranker``: ``auc`` and ``reranked`` (:func:`reranker_quality`, as shares), ``kl``
@@ -769,6 +771,9 @@ def run_measures(
         ``train_s`` and ``score_s`` (the mean over its seeds of its steps' compute seconds).
     """
     quality = reranker_quality(candidates, rqa, overall_domains)
+    if seeds is not None:
+        quality = quality[quality["seed"].isin(list(seeds))]
+        predictions = predictions[predictions["seed"].isin(list(seeds))]
     out = quality.groupby("reranker", sort=False)[["auc", "reranked"]].mean()
     per_item = per_item_rating_scores(join_annotators(predictions, items))
     out["kl"] = per_item.groupby("reranker")["kl"].mean()
@@ -778,7 +783,9 @@ def run_measures(
         record = timings[f"{name}/seed{seed}/{step}"]
         return float(record.get("compute_s", record["wall_s"]))  # compute_s: carried over from a cached step
 
-    seeds = quality.groupby("reranker", sort=False)["seed"].apply(list)
+    seeds_run = quality.groupby("reranker", sort=False)["seed"].apply(list)
     for step in ("train", "score"):
-        out[f"{step}_s"] = [float(np.mean([seconds(n, int(s), step) for s in seeds[n]])) for n in out.index]
+        out[f"{step}_s"] = [
+            float(np.mean([seconds(n, int(s), step) for s in seeds_run[n]])) for n in out.index
+        ]
     return out
