@@ -66,7 +66,7 @@ lines = [
     f"Explanations are short: median {lengths['words'].median():.0f} words "
     f"(Bad {lengths.loc[lengths['rating'] == 'Bad', 'words'].median():.0f}, Excellent "
     f"{lengths.loc[lengths['rating'] == 'Excellent', 'words'].median():.0f}).",
-    f"{len(absent)} optional files are absent from this mirror, so the training protocol here is "
+    f"{len(absent)} optional files are absent from the data folder, so the training protocol here is "
     f"`{report.protocol}` (see below for what that changes).",
 ]
 display(Markdown("\n".join(f"- {x}" for x in lines)))
@@ -82,7 +82,7 @@ counts.drop(columns="paper").set_index(["kind", "domain", "split"])
 # %% [markdown]
 # ### What is missing here, and what it changes
 #
-# Three per-domain `feedback_train` files (Australia, CDC/US, UK) and the combined release files are not in the local mirror (they are 4 MiB or larger). The paper trains its rerankers on all four `feedback_train` files; here only WHO's exists, so the `available` protocol trains on WHO `feedback_train` plus the four `feedback_valid` files. With the full files in the data folder the `paper` protocol is used automatically. The notes of the check:
+# Three per-domain `feedback_train` files (Australia, CDC/US, UK) and the combined release files are not in the data folder this book is built from. The paper trains its rerankers on all four `feedback_train` files; here only WHO's exists, so the `available` protocol trains on WHO `feedback_train` plus the four `feedback_valid` files. With the full files in the data folder the `paper` protocol is used automatically. The notes of the check:
 
 # %% tags=["hide-input"]
 for note in report.notes:

@@ -304,7 +304,7 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # ## Which protocol produced the numbers
 #
 # The paper trains its rerankers on the `feedback_train` files of all four feedback domains (the
-# **paper** protocol). Three of those files (Australia, US, UK) are not in the mirror this book is built
+# **paper** protocol). Three of those files (Australia, US, UK) are not in the data this book is built
 # from, so the book uses the **available** protocol: rerankers train on WHO `feedback_train` plus the four
 # `feedback_valid` files, with model selection on a held-out 20% of those questions (grouped by question,
 # stratified by domain, fixed seed). The test files are never trained on. When the full files are present
@@ -342,7 +342,7 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 #
 # | what | paper | here | why |
 # |---|---|---|---|
-# | reranker training feedback | all four `feedback_train` files | WHO `feedback_train` + four `feedback_valid` (the **available** protocol) | three files absent from the mirror |
+# | reranker training feedback | all four `feedback_train` files | WHO `feedback_train` + four `feedback_valid` (the **available** protocol) | three files absent from the data used here |
 # | RQA model | BERT-base (or BART) poly-encoder, fine-tuned on GPU | all-MiniLM-L6-v2 bi-encoder (22.7M parameters) fine-tuned on 2 CPU cores; plus BM25 and zero-shot MiniLM | no model hub at run time; CPU budget |
 # | reranker model | a BERT cross-encoder, fully fine-tuned | all-MiniLM-L6-v2 cross-encoder (22.7M parameters) with a 4-way head, all six transformer layers trained, max 128 tokens of question + passage, float32 on the CPU; 3 seeds per feedback variant planned (the chapters say which seeds are present) | no model hub at run time; 128 tokens measured as good as 256 after one epoch at a third of the cost |
 # | where the rerankers start | a pretrained BART-large | a relevance model trained here (the `vanilla` row): QA-train questions of all five domains, gold = Excellent, three negatives drawn from **zero-shot MiniLM**'s top 10 non-gold = Bad, listwise loss, one epoch, seed 0, shared by every seed; every feedback reranker continues from it; the same feedback losses trained from MiniLM are the `*_scratch` rows (planned) | no pretrained relevance model offline, and MiniLM is a sentence-embedding network, not a relevance model; one negative source for every RQA (decoupling) |
