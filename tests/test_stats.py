@@ -96,3 +96,14 @@ def test_accuracy_with_ci_per_test_set_and_overall() -> None:
     assert acc[("y", "overall (macro)")] == pytest.approx((0.25 + 1.0) / 2)
     row = table.set_index(["system", "test_set"]).loc[("x", "A")]
     assert row["ci_low"] <= 0.75 <= row["ci_high"] and row["n"] == 4
+
+
+def test_minimal_detectable_effect_is_about_2_8_standard_errors() -> None:
+    """400 paired questions, a difference of 1 on half: SE = 0.5 / 20 = 0.025, MDE ≈ (1.96 + 0.84) SE."""
+    values = pd.DataFrame({"base": np.zeros(400), "sys": np.tile([0.0, 1.0], 200)})
+    result = paired_bootstrap(values, "base", n_resamples=10_000, seed=0)
+    assert result.mde["sys"] == pytest.approx((1.959964 + 0.841621) * 0.025, abs=0.004)
+    assert np.isnan(result.mde["base"])
+    # four times the questions halve it
+    bigger = paired_bootstrap(pd.concat([values] * 4, ignore_index=True), "base", n_resamples=10_000, seed=0)
+    assert bigger.mde["sys"] == pytest.approx(result.mde["sys"] / 2, rel=0.08)

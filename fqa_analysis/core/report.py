@@ -150,6 +150,10 @@ def mean_sd_table(
     return wide
 
 
+#: Header of the minimal-detectable-effect column (:func:`comparison_table`).
+MDE_HEADER = "MDE, 80% power"
+
+
 def comparison_table(
     comparison: Comparison | pd.DataFrame,
     names: Sequence[str] | None = None,
@@ -160,8 +164,9 @@ def comparison_table(
     delta_header: str = "Δ (points)",
     raw_p: bool = False,
     wtl: bool = True,
+    mde: bool = True,
 ) -> pd.DataFrame:
-    """A comparison for reading: the mean, Δ, its CI as one cell, Holm's p, W / T / L.
+    """A comparison for reading: the mean, Δ, its CI as one cell, Holm's p, the MDE of a null, W / T / L.
 
     Args:
         comparison: A :class:`~fqa_analysis.core.compare.Comparison` or its table (schema
@@ -176,6 +181,8 @@ def comparison_table(
         delta_header: header of the difference column.
         raw_p: also show the uncorrected p-value (the book reports Holm's, the family's).
         wtl: show wins / ties / losses.
+        mde: show the minimal detectable effect (80% power, unadjusted 5% level) beside each
+            result that is not significant after Holm (where the table has it).
 
     Example:
         >>> row = {"rqa": "bm25", "reranker": "kl", "mean": 0.43321, "delta": 0.0049,
@@ -201,6 +208,12 @@ def comparison_table(
         "p": [f"{p:.3g}" for p in table["p_value"]],
         "p (Holm)": [f"{p:.3g}" for p in table["p_holm"]],
     }
+    if mde and "mde" in table.columns:
+        # beside a null result only: how large a difference these questions could have shown
+        rows[MDE_HEADER] = [
+            f"{scale * m:.{digits}f}" if p >= 0.05 else ""
+            for m, p in zip(table["mde"], table["p_holm"], strict=True)
+        ]
     if not raw_p:
         del rows["p"]
     if wtl:

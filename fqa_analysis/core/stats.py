@@ -29,9 +29,12 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "MDE_ALPHA",
+    "MDE_POWER",
     "BootstrapResult",
     "bootstrap_means",
     "holm",
+    "minimal_detectable_effect",
     "paired_bootstrap",
     "resample_indices",
 ]
@@ -93,6 +96,33 @@ def _point(values: np.ndarray, blocks: list[np.ndarray], order: np.ndarray, aver
     return float(np.mean([ordered[b].mean() for b in blocks]))
 
 
+#: Power and two-sided level of the minimal detectable effect printed beside every null result.
+MDE_POWER = 0.8
+MDE_ALPHA = 0.05
+
+
+def minimal_detectable_effect(
+    centred: np.ndarray, power: float = MDE_POWER, alpha: float = MDE_ALPHA
+) -> float:
+    """The smallest true difference the shift-method bootstrap test detects with ``power``, by resampling.
+
+    ``centred`` is the bootstrap distribution of the difference minus its point estimate: how far
+    an estimate strays from the truth with these questions (and seeds). The test rejects when an
+    estimate lies farther from 0 than ``c``, the ``1 - alpha`` quantile of ``|centred|``; a true
+    difference Δ gives estimates Δ + ``centred``, which exceed ``c`` in a share ``power`` of
+    resamples when Δ = c - (the ``1 - power`` quantile of ``centred``).
+
+    Example:
+        >>> # a symmetric spread of ±1 in equal parts: c = 1, the 20% quantile is -1, MDE = 2
+        >>> float(minimal_detectable_effect(np.array([-1.0, 1.0] * 50)))
+        2.0
+    """
+    if not (0 < power < 1 and 0 < alpha < 1):
+        raise ValueError(f"power and alpha must lie in (0, 1), got {power}, {alpha}")
+    critical = float(np.quantile(np.abs(centred), 1 - alpha))
+    return critical - float(np.quantile(centred, 1 - power))
+
+
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values (monotone, capped at 1).
 
@@ -135,6 +165,7 @@ class BootstrapResult:
     delta_ci: dict[str, tuple[float, float]]
     p_value: dict[str, float]
     p_holm: dict[str, float]
+    mde: dict[str, float]
     wins: dict[str, int]
     ties: dict[str, int]
     losses: dict[str, int]
@@ -151,6 +182,7 @@ class BootstrapResult:
                 "delta_ci_high": self.delta_ci[s][1],
                 "p_value": self.p_value[s],
                 "p_holm": self.p_holm[s],
+                "mde": self.mde[s],
                 "wins": self.wins[s],
                 "ties": self.ties[s],
                 "losses": self.losses[s],
@@ -170,8 +202,15 @@ def paired_bootstrap(
     n_resamples: int = 10_000,
     seed: int = 0,
     confidence: float = 0.95,
+    mde_power: float = MDE_POWER,
+    mde_alpha: float = MDE_ALPHA,
 ) -> BootstrapResult:
     """Compare every column of ``values`` with the ``baseline`` column, paired over rows.
+
+    Besides the difference, its CI and p, each comparison gets its minimal detectable effect
+    (:func:`minimal_detectable_effect`): the smallest true difference this test would find
+    significant at ``mde_alpha`` in a share ``mde_power`` of resamples, so that a null result can be told
+    from too few questions.
 
     Args:
         values: One row per question, one column per system, per-question outcomes (1/0 for
@@ -183,6 +222,8 @@ def paired_bootstrap(
         n_resamples: Bootstrap resamples B.
         seed: Seed of the one generator that draws the shared resample matrix.
         confidence: Level of the percentile intervals.
+        mde_power: Power of the minimal detectable effect.
+        mde_alpha: Two-sided level of the minimal detectable effect (unadjusted).
 
     Raises:
         ValueError: Unknown baseline, missing values, or macro without strata.
@@ -211,7 +252,7 @@ def paired_bootstrap(
     base_boot = _statistic(matrix[baseline], idx, blocks, average)
     base_point = _point(matrix[baseline], blocks, order, average)
     systems = tuple(values.columns)
-    mean, ci, delta, delta_ci, p, wins, ties, losses = {}, {}, {}, {}, {}, {}, {}, {}
+    mean, ci, delta, delta_ci, p, mde, wins, ties, losses = {}, {}, {}, {}, {}, {}, {}, {}, {}
     for s in systems:
         boot = base_boot if s == baseline else _statistic(matrix[s], idx, blocks, average)
         mean[s] = _point(matrix[s], blocks, order, average)
@@ -222,10 +263,11 @@ def paired_bootstrap(
         lo, hi = np.quantile(d_boot, quantiles)
         delta_ci[s] = (float(lo), float(hi))
         if s == baseline:
-            p[s] = float("nan")
+            p[s], mde[s] = float("nan"), float("nan")
         else:
             extreme = np.abs(d_boot - delta[s]) >= abs(delta[s]) - 1e-12
             p[s] = float((1 + extreme.sum()) / (1 + n_resamples))
+            mde[s] = minimal_detectable_effect(d_boot - delta[s], mde_power, mde_alpha)
         diff = matrix[s] - matrix[baseline]
         wins[s], ties[s], losses[s] = int((diff > 0).sum()), int((diff == 0).sum()), int((diff < 0).sum())
     others = [s for s in systems if s != baseline]
@@ -246,6 +288,7 @@ def paired_bootstrap(
         delta_ci=delta_ci,
         p_value=p,
         p_holm=p_holm,
+        mde=mde,
         wins=wins,
         ties=ties,
         losses=losses,
