@@ -24,7 +24,9 @@
 #
 # Every number in the book is computed by the `fqa_analysis` package from the data files and from the
 # small artifacts under `results/`, by functions that unit tests check on hand-made examples. Comparisons
-# carry paired-bootstrap confidence intervals and Holm-corrected p-values.
+# carry paired-bootstrap confidence intervals and Holm-corrected p-values, and every difference that is not
+# significant carries its minimal detectable effect (MDE, 80% power): the smallest true difference the test
+# would find at p < 0.05 with these questions and seeds, so that "no effect" can be told from "too little data".
 
 # %% [markdown]
 # ## At a glance
