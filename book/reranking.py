@@ -52,6 +52,8 @@ from fqa_analysis.core.reranking import (
     seed_table,
 )
 from fqa_analysis.core.results import (
+    RERANK_RUN_FIELDS,
+    comparable_config,
     load_candidates,
     load_relevance_recipes,
     load_stage,
@@ -118,21 +120,37 @@ targets = rerank_targets(
 )
 
 # the warm variants with the relevance model's lower k layers frozen, from every frozen_k*/ folder
-# seed 0 on both sides: the frozen runs are seed 0
+# inside the results folder; seed 0 on both sides (the frozen runs are seed 0)
 full_measures = run_measures(
     candidates, load_table(RESULTS, "rating_predictions.parquet"), items, stage, RQA, seeds=[0]
 )
-frozen_parts, lower_pass = [], {}
-for k in range(1, 6):
-    folder = RESULTS / f"frozen_k{k}"
+frozen_parts, lower_pass, frozen_skipped = [], {}, []
+for folder in sorted(RESULTS.glob("frozen_k*")):
     if not (folder / "manifest.json").exists():
         continue
     frozen_stage = load_stage(folder, "rerank")
+    k = int(frozen_stage["config"].get("warm_frozen_layers", 0))
+    # the two folders must differ in the frozen layers alone (and in which runs ran)
+    ignore = (*RERANK_RUN_FIELDS, "warm_frozen_layers")
+    if k == 0 or comparable_config(frozen_stage["config"], ignore) != comparable_config(
+        stage["config"], ignore
+    ):
+        frozen_skipped.append(folder.name)
+        continue
     measures = run_measures(
-        load_candidates(folder), load_table(folder, "rating_predictions.parquet"), items, frozen_stage, RQA
+        load_candidates(folder),
+        load_table(folder, "rating_predictions.parquet"),
+        items,
+        frozen_stage,
+        RQA,
+        seeds=[0],
     )
-    frozen_parts.append(measures.assign(frozen_layers=k))
-    lower_pass[k] = frozen_stage["timings"]["relevance_lower_layers"]["compute_s"] / 60
+    frozen_parts.append(
+        measures[[VARIANTS[r].start == "relevance" for r in measures.index]].assign(frozen_layers=k)
+    )
+    lower_pass[k] = (
+        frozen_stage["timings"].get("relevance_lower_layers", {}).get("compute_s", float("nan")) / 60
+    )
 freezing = freezing_effect(full_measures, pd.concat(frozen_parts)) if frozen_parts else pd.DataFrame()
 
 
@@ -152,6 +170,12 @@ def ordered(comparison_table_rows):
     index = comparison_table_rows.index
     keep = [(r, k) for r in RESCORED for k in RERANKERS[1:] if (r, k) in index]
     return comparison_table_rows.reindex(keep)
+
+
+def span(values, unit="", digits=1):
+    """'3.1×' for one value or equal values, '2.0-3.1×' for a range."""
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return f"{low}{unit}" if low == high else f"{low}-{high}{unit}"
 
 
 def change(row, digits=2):
@@ -220,18 +244,21 @@ if "feedback_kl" in rating_kl.index:
     )
 if not freezing.empty:
     for k, group in freezing.groupby(level="frozen_layers"):
-        ok = bool(group["within"].all())
+        measured = list(group.index.get_level_values("reranker"))
+        unmeasured = [v for v in WARM if v not in measured]
         lines.append(
-            f"**Freezing the lower {k} layers** of the relevance model under the warm variants "
-            f"({', '.join(f'`{r}`' for r in group.index.get_level_values('reranker'))}, seed 0) trains and "
-            f"scores {group['speedup'].min():.1f}-{group['speedup'].max():.1f}× faster and moves AUC by at "
-            f"most {group['d_auc'].abs().max():.3f}, KL by {group['d_kl'].abs().max():.3f} nats and "
-            f"S-accuracy@1 by {100 * group['d_reranked'].abs().max():.2f} points: "
+            f"**Freezing the lower {k} layers** of the relevance model under "
+            f"{', '.join(f'`{r}`' for r in measured)} (seed 0) moves AUC by at most "
+            f"{group['d_auc'].abs().max():.3f}, feedback_test KL by {group['d_kl'].abs().max():.3f} nats and "
+            f"S-accuracy@1 on {RQA} by {100 * group['d_reranked'].abs().max():.2f} points, and makes each "
+            f"model's training and scoring {span(group['speedup'], '×')} faster (the one-time lower-layer "
+            f"pass of {lower_pass[k]:.1f} min aside): "
             + (
-                "inside the adoption rule (0.005, 0.005, 0.2 points)."
-                if ok
-                else "outside the adoption rule (0.005, 0.005, 0.2 points), so every layer stays trained."
+                "inside the adoption rule (0.005, 0.005, 0.2 points)"
+                if group["within"].all()
+                else "outside the adoption rule (0.005, 0.005, 0.2 points), so every layer stays trained"
             )
+            + (f"; not measured: {', '.join(f'`{v}`' for v in unmeasured)}." if unmeasured else ".")
         )
 met = targets["met"].dropna()
 lines.append(
@@ -603,14 +630,19 @@ pd.DataFrame(rows).set_index(["reranker", "seed"])
 # %% [markdown]
 # ## Freezing the relevance model's lower layers
 #
-# Could the feedback variants train faster without losing anything? With the relevance model's lower k transformer layers frozen, their output for every pair is computed once (`fqa run rerank --warm-frozen-layers k`), and each variant and seed trains and scores only the 6 − k layers above and the head. Measured on seed 0, each frozen run is compared with the same variant's seed 0 with every layer trained. The rule fixed before the runs: adopt the frozen form for the remaining seeds only where AUC and feedback_test KL move by less than 0.005 and S-accuracy@1 on the hybrid by less than 0.2 points, for every variant measured. Seconds are each model's training plus scoring (float32, 2-core CPU); the one-time pass over the lower layers is printed beside the table.
+# Could the feedback variants train faster without losing anything? With the relevance model's lower k transformer layers frozen, their output for every pair is computed once (`fqa run rerank --warm-frozen-layers k`), and each variant and seed trains and scores only the 6 − k layers above and the head. Measured on seed 0, each frozen run is compared with the same variant's seed 0 with every layer trained, in the same configuration otherwise (a `frozen_k*` folder computed under other settings is left out and named). The rule fixed before the runs: adopt the frozen form for the remaining seeds only where AUC and feedback_test KL move by less than 0.005 and S-accuracy@1 on the strongest RQA by less than 0.2 points, either way, for every variant measured. The speed-up is each model's training plus scoring seconds with every layer trained over the same with k frozen, as the manifests record them (steps computed in different sessions, some beside other jobs on the same cores, so a factor, not a benchmark); the one-time pass over the lower layers is printed beside the table.
 
 # %% tags=["hide-input"]
 if freezing.empty:
     display(
         Markdown(
-            "Not measured in this results folder: no `frozen_k*/` folder beside it holds a warm variant "
+            "Not measured in this results folder: no `frozen_k*/` folder inside it holds a warm variant "
             "that also ran with every layer trained ([Rerun](rerun.md) gives the commands)."
+            + (
+                f" Left out (computed under other settings): {', '.join(frozen_skipped)}."
+                if frozen_skipped
+                else ""
+            )
         )
     )
 else:
@@ -623,6 +655,11 @@ else:
             for k, ok in adopt.items()
         )
         + "; seed 0"
+        + (
+            f"; left out (computed under other settings): {', '.join(frozen_skipped)}"
+            if frozen_skipped
+            else ""
+        )
     )
     display(
         pd.DataFrame(

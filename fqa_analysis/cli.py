@@ -376,6 +376,10 @@ def _pointless(args: argparse.Namespace) -> list[str]:
                     f"--{name} sets the fine-tuning of minilm_ft / hybrid, which --systems "
                     f"{','.join(systems)} does not include: it has no effect"
                 )
+    if args.warm_frozen_layers is not None and args.stage == "all":
+        # the other stages load the rerank stage's models with every layer: a frozen run is a
+        # measurement in a folder of its own, not a setting for the whole pipeline
+        notes.append(f"--warm-frozen-layers is read by `fqa run rerank` alone, not `fqa run {args.stage}`")
     if args.warm_frozen_layers and args.frozen_layers:
         notes.append(
             "--frozen-layers with --warm-frozen-layers would train the relevance model on MiniLM's "

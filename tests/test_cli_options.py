@@ -81,6 +81,7 @@ def test_a_bad_value_is_one_line_and_exit_2(
         ),
         (["rerank", "--recipes", "listwise_3neg_all"], "--recipes is read by stage relevance only"),
         (["beyond", "--warm-frozen-layers", "4"], "--warm-frozen-layers is read by stage rerank only"),
+        (["all", "--warm-frozen-layers", "4"], "--warm-frozen-layers is read by `fqa run rerank` alone"),
         (
             ["rerank", "--warm-frozen-layers", "4", "--frozen-layers", "2"],
             "--frozen-layers with --warm-frozen-layers would train the relevance model",

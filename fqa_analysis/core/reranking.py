@@ -739,6 +739,7 @@ def freezing_effect(full: pd.DataFrame, frozen: pd.DataFrame) -> pd.DataFrame:
                 **changes,
                 "speedup": (float(base["train_s"]) + float(base["score_s"]))
                 / (float(row["train_s"]) + float(row["score_s"])),
+                # NaN (a measure missing) is never within
                 "within": all(abs(changes[f"d_{m}"]) < tol for m, tol in FREEZING_TOLERANCE.items()),
             }
         )
@@ -775,6 +776,8 @@ def run_measures(
         quality = quality[quality["seed"].isin(list(seeds))]
         predictions = predictions[predictions["seed"].isin(list(seeds))]
     out = quality.groupby("reranker", sort=False)[["auc", "reranked"]].mean()
+    if out.empty:  # no reranker of these seeds rescored the RQA system
+        return pd.DataFrame(columns=["auc", "reranked", "kl", "train_s", "score_s"])
     per_item = per_item_rating_scores(join_annotators(predictions, items))
     out["kl"] = per_item.groupby("reranker")["kl"].mean()
     timings = stage["timings"]

@@ -652,15 +652,21 @@ def warm_start(
     every pair of ``inputs`` (cached, keyed by that model), so each warm variant and seed trains and
     scores only the 6 - k layers above them and the head.
     """
-    v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root)
     k = config.warm_frozen_layers
+    if k and config.model.frozen_layers:
+        raise ValueError(
+            f"warm_frozen_layers={k} needs a relevance model with every layer trained, not "
+            f"frozen_layers={config.model.frozen_layers} (its lower layers would be MiniLM's)"
+        )
+    v_weights, _, v_folder, _ = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root)
     if k == 0:
         return WarmStart(v_folder, v_weights, states, config.model)
     model = replace(config.model, frozen_layers=k)
     lower = (v_folder.name, lower_layer_weights(v_weights, k))
-    # only the pairs the warm variants train on and score (the pseudo pairs, 4 in 5 of all, only
-    # when ``combined`` replays some of them)
-    warm = {VARIANTS[v].source for v in config.variants if VARIANTS[v].start == "relevance"}
+    # only the pairs a warm variant trains on and scores: the pseudo pairs (4 in 5 of all) only as
+    # far as ``combined`` replays them; every warm variant's, so that one state cache serves any
+    # subset of them (runs of other variants into the same folder reuse it)
+    warm = {v.source for v in VARIANTS.values() if v.start == "relevance"}
     frozen_states = encode_pairs(inputs.pairs_of(warm), model, cache_root, lower=lower)
     return WarmStart(v_folder, upper_layer_weights(v_weights, k), frozen_states, model)
 

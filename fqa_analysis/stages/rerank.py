@@ -42,6 +42,7 @@ from fqa_analysis.cache import atomic_write_parquet, default_cache_root
 from fqa_analysis.core.candidates import RATING_COLUMNS
 from fqa_analysis.models.reranker import CACHE_VERSION, encode_pairs
 from fqa_analysis.models.reranker_variants import (
+    RELEVANCE_SEED,
     VARIANTS,
     RerankRunConfig,
     WarmStart,
@@ -124,6 +125,10 @@ def run_rerank(
         run_states, run_model = states, config.model
         if config.warm_frozen_layers and VARIANTS[variant].start == "relevance":
             if warm is None:  # the relevance model's lower layers over every pair, once
+                with stage(timings, "relevance_model"):  # trained here only when the cache lacks it
+                    *_, from_cache["relevance_model"] = stage_model(
+                        inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root
+                    )
                 with stage(timings, "relevance_lower_layers"):
                     warm = warm_start(inputs, states, config, cache_root)
                 from_cache["relevance_lower_layers"] = warm.states.from_cache
