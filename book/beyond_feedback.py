@@ -45,7 +45,14 @@ from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import comparison_table, interval, markdown_records
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, score_outcomes
-from fqa_analysis.core.results import load_candidates, load_stage, load_table, rerankers_current, results_dir
+from fqa_analysis.core.results import (
+    load_candidates,
+    load_stage,
+    load_table,
+    rerankers_current,
+    results_dir,
+    stage_cost,
+)
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
@@ -368,7 +375,7 @@ if CURRENT:
         .round(1)
         .rename(columns={"count": "runs", "mean": "training s per run", "sum": "training s in all"})
     )
-    recorded = sum(v["compute_s"] for v in stage["timings"].values())
+    recorded = 60 * stage_cost(stage)[0]
     print(
         f"experiment runs: {runs_cost.train_s.sum() / 60:.1f} min of training "
         "(fraction 1, included, is a rerank-stage model); "

@@ -46,7 +46,14 @@ from fqa_analysis.core.plots import plot_lines, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import comparison_table, interval, plus_minus
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, rating_quality_table
-from fqa_analysis.core.results import load_candidates, load_stage, load_table, rerankers_current, results_dir
+from fqa_analysis.core.results import (
+    load_candidates,
+    load_stage,
+    load_table,
+    rerankers_current,
+    results_dir,
+    stage_cost,
+)
 from fqa_analysis.core.sweeps import cross_domain_weight, depth_curve, weight_curve, weight_stability
 
 RESULTS = results_dir()
@@ -409,11 +416,10 @@ if CURRENT:
 if CURRENT:
     timings = manifest["beyond"]["timings"]
     deep_steps = {k: v for k, v in timings.items() if k.startswith("deep/")}
-    total = sum(v["compute_s"] for v in deep_steps.values())
-    peak = max(v["compute_peak_rss_mb"] for v in deep_steps.values())
+    deep_min, deep_peak_gib = stage_cost({"timings": deep_steps})
     print(
         f"top-20 candidates: {manifest['beyond']['deep_new_pairs']:,} new pairs encoded and scored; "
-        f"{total / 60:.1f} min of compute on a 2-core CPU, peak {peak / 1024:.1f} GiB"
+        f"{deep_min:.1f} min of compute on a 2-core CPU, peak {deep_peak_gib:.1f} GiB"
     )
 
 

@@ -28,7 +28,7 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import compare
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.core.report import ci_table
-from fqa_analysis.core.results import load_stage, load_table, results_dir
+from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
 from fqa_analysis.core.stats import bootstrap_means
 from fqa_analysis.core.text_metrics import corpus_bleu
 
@@ -83,7 +83,7 @@ sim = vs("retrieval_same_rating", "embedding_sim").loc["generator"]
 rouge = vs("template", "rouge_l").loc["generator"]
 before_major = before[before["rating_source"] == "majority"]
 chosen = levers[levers["chosen"]].set_index("lever").iloc[0]
-compute_min = pd.DataFrame(stage["timings"]).T["compute_s"].sum() / 60
+compute_min, _ = stage_cost(stage)
 lines = [
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
     "rating), generator vs annotators: "
@@ -363,7 +363,7 @@ shares.reindex(columns=[r for r in RATINGS if r in shares.columns]).round(3)
 
 # %% tags=["hide-input"]
 timings = pd.DataFrame(stage["timings"]).T
-print(f"whole stage: {timings['compute_s'].sum() / 60:.1f} min of compute")
+print(f"whole stage: {compute_min:.1f} min of compute")
 timings.index.name = "step"
 timings[["compute_s", "compute_peak_rss_mb", "from_cache"]].rename(
     columns={"compute_s": "compute (s)", "compute_peak_rss_mb": "peak memory (MB)", "from_cache": "cached"}

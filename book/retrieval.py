@@ -38,7 +38,7 @@ from fqa_analysis.core.metrics import accuracy_with_ci, ranking_metrics, recall_
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_recall_curves, plot_reliability
 from fqa_analysis.core.report import ci_table, comparison_table, markdown_records
-from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
+from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir, stage_cost
 from fqa_analysis.core.scoring import select_top1
 
 pd.set_option("display.max_colwidth", 120)
@@ -89,7 +89,7 @@ lines = [
     + f"; the gap to accuracy@1 that feedback could win is {100 * (r5[best] - micro[best]):.1f} points "
     f"for {best}.",
     f"Protocol `{stage['protocol']}`, k = {stage['config']['k']}; the stage cost "
-    f"{timings['compute_s'].sum() / 60:.0f} minutes of compute on this 2-core CPU.",
+    f"{stage_cost(stage)[0]:.0f} minutes of compute on this 2-core CPU.",
 ]
 display(Markdown("\n".join(f"- {x}" for x in lines)))
 

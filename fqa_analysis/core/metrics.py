@@ -19,14 +19,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 from fqa_analysis.core.candidates import QUESTION_KEYS, RUN_KEYS
 from fqa_analysis.core.compare import wide_outcomes
-from fqa_analysis.core.stats import bootstrap_means
+from fqa_analysis.core.stats import Average, bootstrap_means
 from fqa_analysis.data import FEEDBACK_DOMAINS
 
 __all__ = [
@@ -40,7 +39,6 @@ __all__ = [
     "test_set_label",
 ]
 
-Average = Literal["micro", "macro"]
 TEST_SET = ["domain", "split"]
 
 

@@ -32,7 +32,7 @@ import pandas as pd
 
 from fqa_analysis.core.candidates import RATING_COLUMNS, RUN_KEYS
 from fqa_analysis.core.compare import Comparison, compare
-from fqa_analysis.core.metrics import Average, accuracy_by_test_set, overall_accuracy, test_set_label
+from fqa_analysis.core.metrics import accuracy_by_test_set, overall_accuracy, test_set_label
 from fqa_analysis.core.ratings import kl_rows, rating_quality, rating_value
 from fqa_analysis.core.scoring import (
     RerankerScore,
@@ -41,6 +41,7 @@ from fqa_analysis.core.scoring import (
     p_excellent_score,
     select_top1,
 )
+from fqa_analysis.core.stats import Average
 from fqa_analysis.data import FEEDBACK_DOMAINS
 
 __all__ = [

@@ -8,7 +8,8 @@ this is required for the macro average and harmless for micro.
 
 p-value (two-sided, shift method): under H0 the delta's bootstrap distribution is centred on
 zero, so ``p = (1 + #{|delta*_b - delta_hat| >= |delta_hat|}) / (1 + B)``; the +1 keeps p
-above zero with a finite number of resamples. Holm's step-down corrects a family.
+above zero with a finite number of resamples. :func:`holm` corrects a family: the caller names it
+(:func:`fqa_analysis.core.compare.compare`, which Holm-corrects over the family it was asked for).
 
 Example:
     >>> import pandas as pd
@@ -164,14 +165,13 @@ class BootstrapResult:
     delta: dict[str, float]
     delta_ci: dict[str, tuple[float, float]]
     p_value: dict[str, float]
-    p_holm: dict[str, float]
     mde: dict[str, float]
     wins: dict[str, int]
     ties: dict[str, int]
     losses: dict[str, int]
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per system: mean and CI, delta to the baseline and CI, p, Holm p, W/T/L."""
+        """One row per system: mean and CI, delta to the baseline and CI, p, MDE, W/T/L."""
         rows = {
             s: {
                 "mean": self.mean[s],
@@ -181,7 +181,6 @@ class BootstrapResult:
                 "delta_ci_low": self.delta_ci[s][0],
                 "delta_ci_high": self.delta_ci[s][1],
                 "p_value": self.p_value[s],
-                "p_holm": self.p_holm[s],
                 "mde": self.mde[s],
                 "wins": self.wins[s],
                 "ties": self.ties[s],
@@ -270,9 +269,6 @@ def paired_bootstrap(
             mde[s] = minimal_detectable_effect(d_boot - delta[s], mde_power, mde_alpha)
         diff = matrix[s] - matrix[baseline]
         wins[s], ties[s], losses[s] = int((diff > 0).sum()), int((diff == 0).sum()), int((diff < 0).sum())
-    others = [s for s in systems if s != baseline]
-    adjusted = dict(zip(others, holm([p[s] for s in others]), strict=True))
-    p_holm = {s: float(adjusted.get(s, float("nan"))) for s in systems}
     return BootstrapResult(
         baseline=baseline,
         systems=systems,
@@ -287,7 +283,6 @@ def paired_bootstrap(
         delta=delta,
         delta_ci=delta_ci,
         p_value=p,
-        p_holm=p_holm,
         mde=mde,
         wins=wins,
         ties=ties,
