@@ -22,7 +22,14 @@ from tqdm import tqdm
 from fqa_analysis.cache import atomic_write_bytes
 from fqa_analysis.errors import DataError, DataProblem
 
-__all__ = ["FetchReport", "ManifestEntry", "fetch", "git_blob_sha1", "load_manifest"]
+__all__ = [
+    "FetchReport",
+    "Manifest",
+    "ManifestEntry",
+    "fetch",
+    "git_blob_sha1",
+    "load_manifest",
+]
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ __all__ = [
     "encoder_inputs",
     "explanation_examples",
     "new_encoder_decoder",
+    "pair_text",
     "train_generator",
 ]
 

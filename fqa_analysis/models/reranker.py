@@ -38,6 +38,8 @@ __all__ = [
     "encode_pairs",
     "listwise_loss",
     "lower_layer_weights",
+    "model_key",
+    "pair_id",
     "predict",
     "resolve_device",
     "train_reranker",

@@ -46,6 +46,8 @@ __all__ = [
     "RQASystem",
     "ScoreCache",
     "candidate_rows",
+    "domain_batches",
+    "embed",
     "make_system",
     "minilm_checkpoint",
     "minilm_path",
