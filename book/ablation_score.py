@@ -24,7 +24,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis.core.plots import plot_grouped_bars
-from fqa_analysis.core.report import comparison_table, mean_sd_table
+from fqa_analysis.core.report import breakable, comparison_table, mean_sd_table
 from fqa_analysis.core.reranking import score_ablation, score_outcomes, score_separation, seed_table
 from fqa_analysis.core.results import load_candidates, load_stage, results_dir
 
@@ -87,7 +87,7 @@ mean_sd_table(both, row_order=[(r, v) for r in rescored for v in VARIANTS], digi
 
 # %% tags=["hide-input"]
 shown = comparison_table(ablation.set_index(["rqa", "reranker"]), names=["RQA", "reranker"])
-shown = shown.rename(columns={"accuracy (%)": "E[y]/3 (%)"})
+shown = shown.rename(columns={"accuracy (%)": "E[y]/3 (%)"}).rename(index=breakable, level="reranker")
 shown.insert(len(shown.columns) - 1, "changed", [f"{100 * c:.1f}%" for c in ablation["changed_picks"]])
 shown  # P(Excellent)'s accuracy is in the table above
 

@@ -44,7 +44,7 @@ from fqa_analysis.core.compare import accuracy_by, compare
 from fqa_analysis.core.experiments import item_outcomes
 from fqa_analysis.core.plots import plot_lines, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
-from fqa_analysis.core.report import comparison_table, interval, plus_minus
+from fqa_analysis.core.report import breakable, comparison_table, interval, plus_minus
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, rating_quality_table
 from fqa_analysis.core.results import (
     load_candidates,
@@ -271,7 +271,7 @@ if CURRENT:
                 delta_ci_high=scaling_sig["delta_ci_high"] / 100,
             ).set_index(["rqa", "reranker", "scaling"]),
             names=["RQA", "reranker", "scoring"],
-        )
+        ).rename(index=breakable, level="reranker")
     )
 
 
@@ -351,7 +351,9 @@ table = comparison_table(tuned_cmp, names=["RQA", "reranker"], wtl=False).join(
     .rename("w chosen")
     .rename_axis(["RQA", "reranker"])
 )
-table.reindex(pd.MultiIndex.from_product([SYSTEMS, VARIANTS], names=["RQA", "reranker"]))
+table.reindex(pd.MultiIndex.from_product([SYSTEMS, VARIANTS], names=["RQA", "reranker"])).rename(
+    index=breakable, level="reranker"
+)
 
 # %% tags=["hide-input"]
 tuned_sig = tuned_cmp[tuned_cmp["p_holm"] < 0.05]

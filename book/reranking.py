@@ -327,7 +327,7 @@ mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"]).rename(
 # %% [markdown]
 # ## Is the gain real?
 #
-# Each reranker against the RQA alone, within each RQA system: per question the outcome is averaged over the reranker's seeds, and a paired bootstrap over the overall questions (resampled within test sets) gives the 95% CI of the difference (not adjusted for multiplicity) and a two-sided p-value, Holm-corrected over the rerankers of one RQA system (the family named under the table). W/T/L counts questions where the reranked outcome is better / equal / worse than the RQA alone. Beside every difference that is not significant after Holm, **MDE, 80% power** is the minimal detectable effect: the smallest true difference this test, with these questions and seeds, would find at p < 0.05 (unadjusted) in 80% of bootstrap resamples; a null result with an MDE of 2 points says the data cannot rule out a gain below 2 points. Accuracies and differences in points. The diamonds in the figure are the paper's gains over its own RQA.
+# Each reranker against the RQA alone, within each RQA system: per question the outcome is averaged over the reranker's seeds, and a paired bootstrap over the overall questions (resampled within test sets) gives the 95% CI of the difference (not adjusted for multiplicity) and a two-sided p-value, Holm-corrected over the rerankers of one RQA system (the family named under the table). W/T/L counts questions where the reranked outcome is better / equal / worse than the RQA alone. Beside every difference that is not significant after Holm, **MDE** is the minimal detectable effect (80% power): the smallest true difference this test, with these questions and seeds, would find at p < 0.05 (unadjusted) in 80% of bootstrap resamples; a null result with an MDE of 2 points says the data cannot rule out a gain below 2 points. Accuracies and differences in points. The diamonds in the figure are the paper's gains over its own RQA.
 
 # %% mystnb={"figure": {"caption": "Change in overall accuracy@1 (micro, points) over the RQA alone, per RQA system (panels) and reranker (rows): dots are seed means, bars the 95% paired-bootstrap CI (unadjusted). Hollow diamonds: the paper's gains of its Feedback, Vanilla and Combined rerankers over its BERT RQA."}} tags=["hide-input"]
 gain_rows = ordered(micro.table).reset_index()  # RQA systems weakest first, rerankers as declared
@@ -335,14 +335,14 @@ plot_gains(gain_rows, PAPER_GAIN)
 plt.tight_layout()
 # %% tags=["hide-input"]
 print(micro.signature())
-comparison_table(ordered(micro.table), names=["RQA", "reranker"])
+comparison_table(ordered(micro.table), names=["RQA", "reranker"]).rename(index=breakable, level="reranker")
 
 # %% [markdown]
 # The same test on the macro average (mean of the four domains):
 
 # %% tags=["hide-input"]
 print(macro.signature())
-comparison_table(ordered(macro.table), names=["RQA", "reranker"])
+comparison_table(ordered(macro.table), names=["RQA", "reranker"]).rename(index=breakable, level="reranker")
 
 # %% [markdown]
 # ## Does feedback add to QA data?

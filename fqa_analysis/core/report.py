@@ -151,7 +151,7 @@ def mean_sd_table(
 
 
 #: Header of the minimal-detectable-effect column (:func:`comparison_table`).
-MDE_HEADER = "MDE, 80% power"
+MDE_HEADER = "MDE"
 
 
 def comparison_table(
