@@ -679,7 +679,7 @@ else:
 # %% [markdown]
 # ## Cost of the stage
 #
-# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): `data` (loading the data and the pseudo pairs' negatives), `lower_layers` (the token-embedding lookup of every distinct pair, computed once), then per reranker and seed its training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` (seconds) and `compute_peak_rss_mb` are what computing each step cost when it ran; some steps ran beside other jobs on the same two cores, which inflates their seconds.
+# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): `data` (loading the data and the pseudo pairs' negatives), `lower_layers` (the token-embedding lookup of every distinct pair, computed once), then per reranker and seed its training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` (seconds) and `compute_peak_rss_mb` are what computing each step cost when it ran; some steps ran beside other jobs on the same two cores, which inflates their seconds. `feedback_ce_annotator/seed0/train` also holds a second training of the relevance model (about an hour: that run started on an empty model cache, and the stage then timed the relevance model inside the first warm variant's step; it now has a step of its own, `relevance_model`), so the stage total above counts the relevance model twice.
 
 # %% tags=["hide-input"]
 timings = pd.DataFrame(stage["timings"]).T

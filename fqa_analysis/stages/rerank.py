@@ -121,14 +121,19 @@ def run_rerank(
     new_rows, prediction_rows, histories = [], [], {}
     extended: set[str] = set()  # score steps that only added pairs to an earlier scoring
     warm: WarmStart | None = None
+    relevance_ready = "vanilla" in config.variants[:1]  # trained first, in its own step
     for variant, seed in config.runs():
         run_states, run_model = states, config.model
+        if VARIANTS[variant].start == "relevance" and not relevance_ready:
+            # the relevance model in a step of its own (trained only when the cache lacks it), so
+            # that a warm variant's training step times that variant alone
+            with stage(timings, "relevance_model"):
+                *_, from_cache["relevance_model"] = stage_model(
+                    inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root
+                )
+            relevance_ready = True
         if config.warm_frozen_layers and VARIANTS[variant].start == "relevance":
             if warm is None:  # the relevance model's lower layers over every pair, once
-                with stage(timings, "relevance_model"):  # trained here only when the cache lacks it
-                    *_, from_cache["relevance_model"] = stage_model(
-                        inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root
-                    )
                 with stage(timings, "relevance_lower_layers"):
                     warm = warm_start(inputs, states, config, cache_root)
                 from_cache["relevance_lower_layers"] = warm.states.from_cache
