@@ -83,7 +83,7 @@ mean_sd_table(both, row_order=[(r, v) for r in rescored for v in VARIANTS], digi
 # %% [markdown]
 # ## Is the difference real?
 #
-# For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of Δ = accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table. "changed" is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse. Accuracies and Δ in points.
+# For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of Δ = accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table. "changed" is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse. MDE (beside a difference not significant after Holm): a true difference at least that large would be found at p < 0.05 (unadjusted) in 80% of resamples, in points; "—" where the two rules pick the same answer for every question. Accuracies and Δ in points.
 
 # %% tags=["hide-input"]
 shown = comparison_table(ablation.set_index(["rqa", "reranker"]), names=["RQA", "reranker"])

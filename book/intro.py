@@ -24,9 +24,10 @@
 #
 # Every number in the book is computed by the `fqa_analysis` package from the data files and from the
 # small artifacts under `results/`, by functions that unit tests check on hand-made examples. Comparisons
-# carry paired-bootstrap confidence intervals and Holm-corrected p-values, and every difference that is not
-# significant carries its minimal detectable effect (MDE, 80% power): the smallest true difference the test
-# would find at p < 0.05 with these questions and seeds, so that "no effect" can be told from "too little data".
+# carry paired-bootstrap confidence intervals and Holm-corrected p-values; in the chapters' comparison tables
+# every difference that is not significant carries its minimal detectable effect (MDE, 80% power): a true
+# difference at least that large would be found at p < 0.05 (unadjusted) in 80% of resamples with these
+# questions and seeds, so that "no effect" can be told from "too little data".
 
 # %% [markdown]
 # ## At a glance
@@ -347,7 +348,7 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # | reranker training feedback | all four `feedback_train` files | WHO `feedback_train` + four `feedback_valid` (the **available** protocol) | three files absent from the data used here |
 # | RQA model | BERT-base (or BART) poly-encoder, fine-tuned on GPU | all-MiniLM-L6-v2 bi-encoder (22.7M parameters) fine-tuned on 2 CPU cores; plus BM25 and zero-shot MiniLM | no model hub at run time; 2 CPU cores |
 # | reranker model | a BERT cross-encoder, fully fine-tuned | all-MiniLM-L6-v2 cross-encoder (22.7M parameters) with a 4-way head, all six transformer layers trained, max 128 tokens of question + passage, float32 on the CPU; 3 seeds per feedback variant planned (the chapters say which seeds are present) | no model hub at run time; 128 tokens measured as good as 256 after one epoch at a third of the cost |
-# | where the rerankers start | a pretrained BART-large | a relevance model trained here (the `vanilla` row): QA-train questions of all five domains, gold = Excellent, three negatives drawn from **zero-shot MiniLM**'s top 10 non-gold = Bad, listwise loss, one epoch, seed 0, shared by every seed; every feedback reranker continues from it; the same feedback losses trained from MiniLM are the `*_scratch` rows (planned) | no pretrained relevance model offline, and MiniLM is a sentence-embedding network, not a relevance model; one negative source for every RQA (decoupling) |
+# | where the rerankers start | a pretrained BART-large | a relevance model trained here (the `vanilla` row): QA-train questions of all five domains, gold = Excellent, three negatives drawn from **zero-shot MiniLM**'s top 10 non-gold = Bad, listwise loss, one epoch, seed 0, shared by every seed; every feedback reranker continues from it; the same feedback losses trained from MiniLM are the `*_scratch` rows | no pretrained relevance model offline, and MiniLM is a sentence-embedding network, not a relevance model; one negative source for every RQA (decoupling) |
 # | combined reranker | trained on QA pseudo-ratings and feedback together | the relevance model continued on the feedback plus as many replayed pseudo pairs | the pseudo epoch is the stage's dearest step; paid once |
 # | what the rerankers rescore | the RQA's top 5 on the test sets | the same for all four RQA systems on the four feedback domains; Quebec's test sets (no feedback, outside the overall) are shown for the RQA alone | scoring is most of a feedback reranker's cost on 2 cores; a pair two systems share is scored once |
 # | learning curves, transfer (not in the paper) | - | fractions of the `available` training feedback (1,545 rated pairs); a domain left out of training and model selection, against a control with as many pairs removed at random; one seed per run (seed 0); fraction 1 is the rerank stage's `feedback_kl` | what this data allows; one seed keeps the stage's cost at 11 trained models rather than 33 |

@@ -248,11 +248,12 @@ if not freezing.empty:
         unmeasured = [v for v in WARM if v not in measured]
         lines.append(
             f"**Freezing the lower {k} layers** of the relevance model under "
-            f"{', '.join(f'`{r}`' for r in measured)} (seed 0) moves AUC by at most "
-            f"{group['d_auc'].abs().max():.3f}, feedback_test KL by {group['d_kl'].abs().max():.3f} nats and "
-            f"S-accuracy@1 on {RQA} by {100 * group['d_reranked'].abs().max():.2f} points, and makes each "
-            f"model's training and scoring {span(group['speedup'], '×')} faster (the one-time lower-layer "
-            f"pass of {lower_pass[k]:.1f} min aside): "
+            f"{', '.join(f'`{r}`' for r in measured)} (seed 0, one seed) changes AUC by "
+            f"{' / '.join(f'{d:+.3f}' for d in group['d_auc'])}, feedback_test KL by "
+            f"{' / '.join(f'{d:+.3f}' for d in group['d_kl'])} nats (higher is worse) and reranked accuracy@1 "
+            f"on {RQA} by {' / '.join(f'{100 * d:+.2f}' for d in group['d_reranked'])} points, and makes each "
+            f"model's training and scoring roughly {span(group['speedup'], '×')} faster (timings under varying "
+            f"machine load; the {k}-layer pass over every pair, {lower_pass[k]:.1f} min, once): "
             + (
                 "inside the adoption rule (0.005, 0.005, 0.2 points)"
                 if group["within"].all()
@@ -327,7 +328,7 @@ mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"]).rename(
 # %% [markdown]
 # ## Is the gain real?
 #
-# Each reranker against the RQA alone, within each RQA system: per question the outcome is averaged over the reranker's seeds, and a paired bootstrap over the overall questions (resampled within test sets) gives the 95% CI of the difference (not adjusted for multiplicity) and a two-sided p-value, Holm-corrected over the rerankers of one RQA system (the family named under the table). W/T/L counts questions where the reranked outcome is better / equal / worse than the RQA alone. Beside every difference that is not significant after Holm, **MDE** is the minimal detectable effect (80% power): the smallest true difference this test, with these questions and seeds, would find at p < 0.05 (unadjusted) in 80% of bootstrap resamples; a null result with an MDE of 2 points says the data cannot rule out a gain below 2 points. Accuracies and differences in points. The diamonds in the figure are the paper's gains over its own RQA.
+# Each reranker against the RQA alone, within each RQA system: per question the outcome is averaged over the reranker's seeds, and a paired bootstrap over the overall questions (resampled within test sets) gives the 95% CI of the difference (not adjusted for multiplicity) and a two-sided p-value, Holm-corrected over the rerankers of one RQA system (the family named under the table). W/T/L counts questions where the reranked outcome is better / equal / worse than the RQA alone. Beside every difference that is not significant after Holm, **MDE** is the minimal detectable effect (80% power): a true difference at least that large would be found by this test, with these questions and seeds, at p < 0.05 (unadjusted) in 80% of bootstrap resamples; smaller ones could go unnoticed (the CI's upper end bounds what the data rule out). In the difference's unit (points here); "—" where the two systems agree on every question. Accuracies and differences in points. The diamonds in the figure are the paper's gains over its own RQA.
 
 # %% mystnb={"figure": {"caption": "Change in overall accuracy@1 (micro, points) over the RQA alone, per RQA system (panels) and reranker (rows): dots are seed means, bars the 95% paired-bootstrap CI (unadjusted). Hollow diamonds: the paper's gains of its Feedback, Vanilla and Combined rerankers over its BERT RQA."}} tags=["hide-input"]
 gain_rows = ordered(micro.table).reset_index()  # RQA systems weakest first, rerankers as declared
@@ -630,7 +631,7 @@ pd.DataFrame(rows).set_index(["reranker", "seed"])
 # %% [markdown]
 # ## Freezing the relevance model's lower layers
 #
-# Could the feedback variants train faster without losing anything? With the relevance model's lower k transformer layers frozen, their output for every pair is computed once (`fqa run rerank --warm-frozen-layers k`), and each variant and seed trains and scores only the 6 − k layers above and the head. Measured on seed 0, each frozen run is compared with the same variant's seed 0 with every layer trained, in the same configuration otherwise (a `frozen_k*` folder computed under other settings is left out and named). The rule fixed before the runs: adopt the frozen form for the remaining seeds only where AUC and feedback_test KL move by less than 0.005 and S-accuracy@1 on the strongest RQA by less than 0.2 points, either way, for every variant measured. The speed-up is each model's training plus scoring seconds with every layer trained over the same with k frozen, as the manifests record them (steps computed in different sessions, some beside other jobs on the same cores, so a factor, not a benchmark); the one-time pass over the lower layers is printed beside the table.
+# Could the feedback variants train faster without losing anything? With the relevance model's lower k transformer layers frozen, their output for every pair is computed once (`fqa run rerank --warm-frozen-layers k`), and each variant and seed trains and scores only the 6 − k layers above and the head. Measured on seed 0, each frozen run is compared with the same variant's seed 0 with every layer trained, in the same configuration otherwise (a frozen run computed under other settings is left out and named under the table). The rule fixed before the runs: adopt the frozen form for the remaining seeds only where AUC and feedback_test KL move by less than 0.005 and reranked accuracy@1 on the strongest RQA by less than 0.2 points, either way, for every variant measured. The speed-up is each model's training plus scoring seconds with every layer trained over the same with k frozen, as the manifests record them (steps timed at different times and under different machine load, so a rough factor, not a benchmark); the one-time pass over the lower layers is printed beside the table.
 
 # %% tags=["hide-input"]
 if freezing.empty:
@@ -649,9 +650,9 @@ else:
     adopt = {k: bool(g["within"].all()) for k, g in freezing.groupby(level="frozen_layers")}
     print(
         "; ".join(
-            f"k = {k}: {'within' if ok else 'outside'} the tolerance for "
-            f"{int(freezing.loc[k, 'within'].sum())} of {len(freezing.loc[k])} variant(s), "
-            f"lower-layer pass {lower_pass[k]:.1f} min once"
+            f"k = {k}: within the rule for {int(freezing.loc[k, 'within'].sum())} of "
+            f"{len(freezing.loc[k])} variant(s) ({'adopted' if ok else 'not adopted'}); the {k}-layer pass "
+            f"over every pair {lower_pass[k]:.1f} min, once"
             for k, ok in adopt.items()
         )
         + "; seed 0"
@@ -665,12 +666,14 @@ else:
         pd.DataFrame(
             {
                 "AUC (Δ)": [f"{r.auc:.3f} ({r.d_auc:+.3f})" for r in freezing.itertuples()],
-                "KL, nats (Δ)": [f"{r.kl:.3f} ({r.d_kl:+.3f})" for r in freezing.itertuples()],
-                f"S-accuracy@1 on {RQA}, % (Δ points)": [
+                "KL on feedback_test, nats (Δ)": [
+                    f"{r.kl:.3f} ({r.d_kl:+.3f})" for r in freezing.itertuples()
+                ],
+                f"reranked accuracy@1 on {RQA}, % (Δ points)": [
                     f"{100 * r.reranked:.2f} ({100 * r.d_reranked:+.2f})" for r in freezing.itertuples()
                 ],
                 "speed-up": [f"{r.speedup:.1f}×" for r in freezing.itertuples()],
-                "within": ["yes" if r.within else "no" for r in freezing.itertuples()],
+                "within the rule": ["yes" if r.within else "no" for r in freezing.itertuples()],
             },
             index=freezing.index.set_names(["frozen layers", "reranker"]),
         )

@@ -182,7 +182,8 @@ def comparison_table(
         raw_p: also show the uncorrected p-value (the book reports Holm's, the family's).
         wtl: show wins / ties / losses.
         mde: show the minimal detectable effect (80% power, unadjusted 5% level) beside each
-            result that is not significant after Holm (where the table has it).
+            result that is not significant after Holm (where the table has it); "—" where it is 0
+            (the two systems agree on every question: the bootstrap has no spread).
 
     Example:
         >>> row = {"rqa": "bm25", "reranker": "kl", "mean": 0.43321, "delta": 0.0049,
@@ -211,7 +212,7 @@ def comparison_table(
     if mde and "mde" in table.columns:
         # beside a null result only: how large a difference these questions could have shown
         rows[MDE_HEADER] = [
-            f"{scale * m:.{digits}f}" if p >= 0.05 else ""
+            ("—" if m == 0 else f"{scale * m:.{digits}f}") if p >= 0.05 else ""
             for m, p in zip(table["mde"], table["p_holm"], strict=True)
         ]
     if not raw_p:
