@@ -217,12 +217,18 @@ def lower_layer_weights(weights: dict[str, Any], frozen_layers: int) -> dict[str
         >>> lower_layer_weights(w, 2)
         {'0.a': 1, '1.a': 2}
     """
-    out = {}
-    for name, value in weights.items():
-        group, layer, rest = name.split(".", 2) if name.count(".") >= 2 else (name, "", "")
-        if group == "0" and layer.isdigit() and int(layer) < frozen_layers:
-            out[f"{layer}.{rest}"] = value
-    return out
+    return {
+        f"{layer}.{rest}": value
+        for name, value in weights.items()
+        for layer, rest in [_layer_key(name)]
+        if layer is not None and layer < frozen_layers
+    }
+
+
+def _layer_key(name: str) -> tuple[int | None, str]:
+    """``0.{i}.rest`` -> ``(i, rest)`` (a transformer layer's weight); anything else -> ``(None, name)``."""
+    group, layer, rest = name.split(".", 2) if name.count(".") >= 2 else (name, "", "")
+    return (int(layer), rest) if group == "0" and layer.isdigit() else (None, name)
 
 
 def upper_layer_weights(weights: dict[str, Any], frozen_layers: int) -> dict[str, Any]:
@@ -239,11 +245,11 @@ def upper_layer_weights(weights: dict[str, Any], frozen_layers: int) -> dict[str
     """
     out = {}
     for name, value in weights.items():
-        group, layer, rest = name.split(".", 2) if name.count(".") >= 2 else (name, "", "")
-        if group != "0":
+        layer, rest = _layer_key(name)
+        if layer is None:
             out[name] = value
-        elif int(layer) >= frozen_layers:
-            out[f"0.{int(layer) - frozen_layers}.{rest}"] = value
+        elif layer >= frozen_layers:
+            out[f"0.{layer - frozen_layers}.{rest}"] = value
     return out
 
 
