@@ -31,13 +31,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from fqa_analysis import data
-from fqa_analysis.cache import (
-    OMIT_AT_DEFAULT,
-    atomic_write_json,
-    atomic_write_npz,
-    content_key,
-    default_cache_root,
-)
+from fqa_analysis.cache import atomic_write_json, atomic_write_npz, content_key, default_cache_root
 from fqa_analysis.core.calibration import top_k
 from fqa_analysis.core.results import load_candidates
 from fqa_analysis.models.checkpoint import TrainingCheckpoint
@@ -207,8 +201,10 @@ class RerankRunConfig:
     #: Lower transformer layers of the relevance model that the warm-started variants keep frozen,
     #: 0..5: their states are computed once with the relevance model's weights and every warm
     #: variant and seed trains only the layers above them and the head (``vanilla`` and the
-    #: ``_scratch`` rows are unaffected). 0, the default, trains every layer.
-    warm_frozen_layers: int = field(default=0, metadata=OMIT_AT_DEFAULT)
+    #: ``_scratch`` rows are unaffected). 0, the default, trains every layer. Added after stages
+    #: recorded their configurations: ``core.results.LATER_SETTINGS`` makes a record without it
+    #: compare equal to one at 0 (this config never enters a cache key).
+    warm_frozen_layers: int = 0
 
     def seeds_of(self, variant: str) -> tuple[int, ...]:
         """The seeds ``variant`` trains under this configuration."""
