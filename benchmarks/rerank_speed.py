@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from fqa_analysis import data
-from fqa_analysis.models.reranker import RerankConfig, encode_pairs, pair_id, predict, train_reranker
+from fqa_analysis.models.reranker.encoder import RerankConfig, encode_pairs, pair_id
+from fqa_analysis.models.reranker.network import predict, train_reranker
 from fqa_analysis.profiling import peak_rss_mb
 
 

@@ -15,9 +15,11 @@ import time
 
 from fqa_analysis import data
 from fqa_analysis.cache import default_cache_root
-from fqa_analysis.models.reranker import RerankConfig, encode_pairs, train_reranker
-from fqa_analysis.models.reranker_data import feedback_training_sets
-from fqa_analysis.models.reranker_variants import RerankRunConfig, example_ids, pseudo_pairs
+from fqa_analysis.models.reranker.encoder import RerankConfig, encode_pairs
+from fqa_analysis.models.reranker.inputs import example_ids, pseudo_pairs
+from fqa_analysis.models.reranker.network import train_reranker
+from fqa_analysis.models.reranker.pairs import feedback_training_sets
+from fqa_analysis.models.reranker.variants import RerankRunConfig
 from fqa_analysis.profiling import peak_rss_mb
 
 

@@ -21,12 +21,10 @@ import numpy as np
 from fqa_analysis import data
 from fqa_analysis.cache import default_cache_root
 from fqa_analysis.core.reranking import auc
-from fqa_analysis.models.reranker import encode_pairs, pair_id, predict
-from fqa_analysis.models.reranker_variants import (
-    ranked_passages,
-    relevance_model,
-    relevance_splits,
-)
+from fqa_analysis.models.reranker.encoder import encode_pairs, pair_id
+from fqa_analysis.models.reranker.inputs import ranked_passages, relevance_splits
+from fqa_analysis.models.reranker.network import predict
+from fqa_analysis.models.reranker.store import relevance_model
 from fqa_analysis.profiling import peak_rss_mb
 from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig, eval_candidates
 
@@ -46,9 +44,8 @@ def main() -> None:
     )
     model = replace(config.rerank.model, bf16=False)
     states = encode_pairs(list(zip(table["question"], table["passage_text"], strict=True)), model, cache)
-    weights, _, _, cached = relevance_model(
-        data_dir, RECIPES[args.recipe].apply(config.rerank), config.seed, cache
-    )
+    relevance = relevance_model(data_dir, RECIPES[args.recipe].apply(config.rerank), config.seed, cache)
+    weights, cached = relevance.weights, relevance.from_cache
     print(f"recipe {args.recipe}: model {'from the cache' if cached else 'trained now'}; {len(table)} pairs")
     ids = [pair_id(q, p) for q, p in zip(table["question"], table["passage_text"], strict=True)]
     gold = table["is_gold"].to_numpy(dtype=bool)

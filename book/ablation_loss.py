@@ -199,7 +199,7 @@ import numpy as np
 
 from fqa_analysis.core.ratings import LABELS, majority_label, rating_distribution
 from fqa_analysis.core.reranking import constant_rating_quality
-from fqa_analysis.models.reranker_data import feedback_item_sets
+from fqa_analysis.models.reranker.pairs import feedback_item_sets
 
 if READY:
     data_dir = data.resolve_data_dir(None)
@@ -234,7 +234,7 @@ if READY:
                 "sd": means[(metric, "std")].to_numpy(),
             }
         )
-        plot_grouped_bars(frame, "subset", "reranker", metric, error="sd", ax=ax)
+        plot_grouped_bars(frame, "subset", "reranker", metric, error="sd", ax=ax, legend=metric == "accuracy")
     axes[0].set_ylabel("KL(annotators || P_phi), nats (lower is better)")
     axes[1].set_ylabel("argmax = majority label")
     plt.tight_layout()

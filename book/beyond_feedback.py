@@ -32,7 +32,7 @@ from myst_nb import glue
 
 from fqa_analysis import data
 from fqa_analysis.core.candidates import CANDIDATE_COLUMNS
-from fqa_analysis.core.compare import accuracy_by, compare
+from fqa_analysis.core.compare import compare, estimate
 from fqa_analysis.core.experiments import (
     TRANSFER_RUNS,
     best_run,
@@ -148,7 +148,7 @@ else:
 # %% tags=["hide-input"]
 if CURRENT:
     frac_items = items[items["reranker"].str.startswith("fraction:")]
-    kl_frac = accuracy_by(frac_items, ["reranker"], column="kl")
+    kl_frac = estimate(frac_items, ["reranker"], value="kl")
     kl_cmp = compare(
         frac_items, system="reranker", baseline="fraction:1", value="kl", commit=stage["git_commit"]
     )
@@ -296,7 +296,7 @@ mine = all_outcomes[(all_outcomes["rqa"] == best[0]) & (all_outcomes["reranker"]
 mine = mine[(mine["seed"] == mine["seed"].min()) & mine["domain"].isin(data.FEEDBACK_DOMAINS)]
 ranks = load_table(RESULTS, "rqa_ranks.parquet")
 categorised = failure_categories(mine, ranks)
-acc = accuracy_by(categorised, ["domain"]).set_index("domain")
+acc = estimate(categorised, ["domain"]).set_index("domain")
 shares = pd.crosstab(categorised["domain"], categorised["category"], normalize="index") * 100
 table = (100 * acc[["mean", "ci_low", "ci_high"]]).join(shares.drop(columns="correct"))
 table.insert(0, "questions", acc["n"].astype(int))

@@ -40,7 +40,7 @@ from fqa_analysis.core.calibration import (
     rating_temperatures,
     top1_confidence,
 )
-from fqa_analysis.core.compare import accuracy_by, compare
+from fqa_analysis.core.compare import compare, estimate
 from fqa_analysis.core.experiments import item_outcomes
 from fqa_analysis.core.plots import plot_lines, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
@@ -278,13 +278,13 @@ if CURRENT:
 # %% [markdown]
 # ## 2. The combination weight
 #
-# S = (1 - w) P_theta + w P(Excellent), w = 0, 0.05, ..., 1 (P_theta at its fitted temperature). w = 0 is the RQA alone, w = 0.5 the paper's sum, w = 1 the reranker alone. Accuracy per RQA system and reranker, seed-averaged; the band is a 95% bootstrap CI (B = 1,000) shown for the hybrid system:
+# S = (1 - w) P_theta + w P(Excellent), w = 0, 0.05, ..., 1 (P_theta at its fitted temperature). w = 0 is the RQA alone, w = 0.5 the paper's sum, w = 1 the reranker alone. Accuracy per RQA system and reranker, seed-averaged; the band is a 95% bootstrap CI (B = 10,000) shown for the hybrid system:
 
 # %% mystnb={"figure": {"caption": "Accuracy@1 (overall, micro) of S = (1 - w) P_theta + w P(Excellent) against w, per RQA system (panels) and reranker (lines), seed-averaged; the band on the hybrid panel is a 95% bootstrap CI; the dotted line marks the paper's sum (w = 0.5)."}} tags=["hide-input"]
 W = np.round(np.arange(0, 1.0001, 0.05), 2)
 curve = weight_curve(candidates, W)
 means = curve.groupby(["rqa", "reranker", "w"], sort=False)["correct"].mean().reset_index()
-hybrid_ci = accuracy_by(curve[curve["rqa"] == "hybrid"], ["reranker", "w"], n_resamples=1000)
+hybrid_ci = estimate(curve[curve["rqa"] == "hybrid"], ["reranker", "w"])
 fig, axes = plt.subplots(1, len(SYSTEMS), figsize=(4 * len(SYSTEMS), 3.5), sharey=False)
 for ax, rqa in zip(np.atleast_1d(axes), SYSTEMS, strict=True):
     if rqa == "hybrid":
@@ -372,9 +372,9 @@ print(
 if CURRENT:
     K = list(range(1, 21))
     depth = depth_curve(deep, K)
-    acc_k = accuracy_by(depth, ["reranker", "depth"], n_resamples=1000)
+    acc_k = estimate(depth, ["reranker", "depth"])
     first = depth[(depth["reranker"] == depth["reranker"].iloc[0]) & (depth["seed"] == depth["seed"].iloc[0])]
-    ceiling = accuracy_by(first.drop(columns="seed"), ["depth"], column="ceiling", n_resamples=1000)
+    ceiling = estimate(first.drop(columns="seed"), ["depth"], value="ceiling")
     ax = plot_lines(acc_k, "depth", "mean", "reranker", "ci_low", "ci_high")
     plot_lines(
         ceiling.assign(system="recall@k (ceiling)"),

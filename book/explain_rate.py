@@ -37,7 +37,7 @@ from fqa_analysis.core.reranking import (
     seed_table,
 )
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir, stage_cost
-from fqa_analysis.models.reranker_data import feedback_item_sets
+from fqa_analysis.models.reranker.pairs import feedback_item_sets
 
 RESULTS = results_dir()
 stage = load_stage(RESULTS, "explain_rate")

@@ -25,11 +25,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.core.compare import compare
+from fqa_analysis.core.compare import compare, estimate
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.core.report import ci_table
 from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
-from fqa_analysis.core.stats import bootstrap_means
 from fqa_analysis.core.text_metrics import corpus_bleu
 
 pd.set_option("display.max_colwidth", 120)
@@ -140,9 +139,10 @@ for source in ("majority", "predicted"):
     for metric in METRICS:
         wide = part.pivot_table(index=keys, columns="explainer", values=metric, sort=False)[EXPLAINERS]
         wide["human"] = human_items[metric].reindex(wide.index)
-        strata = list(wide.index.get_level_values("domain"))
-        ci = bootstrap_means(wide.reset_index(drop=True), strata, "micro")
-        for name, r in ci.iterrows():
+        per_item = wide.reset_index().melt(id_vars=keys, var_name="explainer", value_name=metric)
+        ci = estimate(per_item, ["explainer"], value=metric, keys=keys, strata=["domain"], seeds=None)
+        for _, r in ci.iterrows():
+            name = r["explainer"]
             long.append(
                 {
                     "explainer": name if name == "human" else f"{name} ({source})",

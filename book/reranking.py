@@ -40,6 +40,7 @@ from fqa_analysis.core.reranking import (
     compare_family,
     compare_to_baseline,
     constant_rating_quality,
+    feedback_pairs,
     freezing_effect,
     join_annotators,
     per_item_rating_scores,
@@ -61,8 +62,8 @@ from fqa_analysis.core.results import (
     results_dir,
     stage_cost,
 )
-from fqa_analysis.models.reranker_data import feedback_item_sets
-from fqa_analysis.models.reranker_variants import VARIANTS, planned_runs
+from fqa_analysis.models.reranker.pairs import feedback_item_sets
+from fqa_analysis.models.reranker.variants import VARIANTS, planned_runs
 
 pd.set_option("display.max_columns", 20)
 RESULTS = results_dir()
@@ -111,9 +112,7 @@ PAPER_KEYS = {
 }
 PAPER_ROW = {k: PAPER_OVERALL_ACCURACY[v] for k, v in PAPER_KEYS.items()}
 PAPER_GAIN = {k: PAPER_ROW[k] - PAPER_ROW["none"] for k in PAPER_KEYS if k != "none"}
-FEEDBACK_PAIRS = [
-    (s, "vanilla") for s in ("combined", "feedback_kl") if s in present and "vanilla" in present
-]
+FEEDBACK_PAIRS = feedback_pairs(present)
 over_qa = compare_family(rescored, FEEDBACK_PAIRS, commit=stage["git_commit"]) if FEEDBACK_PAIRS else None
 targets = rerank_targets(
     quality, micro.table.loc[RQA], rating_kl, prior_kl, [v for v in FEEDBACK if v not in SCRATCH]

@@ -25,8 +25,8 @@ from fqa_analysis.errors import DataError
 from fqa_analysis.models.explain_rate import FORMS as EXPLAIN_RATE_FORMS
 from fqa_analysis.models.explain_rate import ExplainRateConfig
 from fqa_analysis.models.explainer import DecodeConfig, GeneratorConfig
-from fqa_analysis.models.reranker import DEVICES, RerankConfig, resolve_device, uses_bf16
-from fqa_analysis.models.reranker_variants import (
+from fqa_analysis.models.reranker.encoder import DEVICES, RerankConfig, resolve_device, uses_bf16
+from fqa_analysis.models.reranker.variants import (
     NEGATIVE_SOURCES,
     RELEVANCE_LOSSES,
     VARIANTS,

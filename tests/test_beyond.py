@@ -1,5 +1,5 @@
 """The beyond-the-paper analyses (core.calibration, core.sweeps, core.experiments, core.failures) and the
-experiment design (models.reranker_data), on hand-made tables."""
+experiment design (models.reranker.pairs), on hand-made tables."""
 
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ from fqa_analysis.core.calibration import (
     with_unscaled_rqa,
 )
 from fqa_analysis.core.candidates import RATING_COLUMNS
-from fqa_analysis.core.compare import accuracy_by
+from fqa_analysis.core.compare import estimate
 from fqa_analysis.core.experiments import experiment_candidates, item_outcomes, transfer_outcomes
 from fqa_analysis.core.failures import failure_categories, failure_examples, page_overlap
 from fqa_analysis.core.sweeps import cross_domain_weight, depth_curve, weight_optima, weight_stability
-from fqa_analysis.models.reranker import PairStates
-from fqa_analysis.models.reranker_data import (
+from fqa_analysis.models.reranker.encoder import PairStates
+from fqa_analysis.models.reranker.pairs import (
     RatedPair,
     feedback_experiments,
     question_fraction,
@@ -253,7 +253,7 @@ def test_weight_stability_reports_the_best_weight_per_domain_and_seed() -> None:
     assert table["w*seed0"] == 0.0 and table["accuracy_at_half"] == 0.0
 
 
-def test_accuracy_by_averages_seeds_per_question_first() -> None:
+def test_estimate_averages_seeds_per_question_first() -> None:
     out = pd.DataFrame(
         {
             "g": "a",
@@ -264,7 +264,7 @@ def test_accuracy_by_averages_seeds_per_question_first() -> None:
             "correct": [1, 0, 1, 1],
         }
     )
-    row = accuracy_by(out, ["g"], n_resamples=200).iloc[0]
+    row = estimate(out, ["g"], n_resamples=200).iloc[0]
     assert row["n"] == 2 and row["mean"] == 0.75
 
 
@@ -324,7 +324,8 @@ def test_failure_examples_read_the_splits_they_are_given(tiny_data: Path) -> Non
 
 def test_reranker_inference_is_deterministic_and_independent_of_the_batch(tmp_path: Path) -> None:
     """P_phi of a pair must not depend on which pairs share its batch (padding, dropout)."""
-    from fqa_analysis.models.reranker import RerankConfig, _predict, _Top
+    from fqa_analysis.models.reranker.encoder import RerankConfig
+    from fqa_analysis.models.reranker.network import _predict, _Top
 
     rng = np.random.default_rng(0)
     hidden = np.zeros((2, 12, 384), dtype=np.float16)
@@ -344,7 +345,8 @@ def test_reranker_inference_is_deterministic_and_independent_of_the_batch(tmp_pa
 
 def test_a_warm_start_continues_from_the_given_weights(tmp_path: Path) -> None:
     """`combined` continues from `vanilla`: with lr 0, training from init leaves init's predictions."""
-    from fqa_analysis.models.reranker import RerankConfig, _Top, predict, train_reranker
+    from fqa_analysis.models.reranker.encoder import RerankConfig
+    from fqa_analysis.models.reranker.network import _Top, predict, train_reranker
 
     rng = np.random.default_rng(1)
     hidden = rng.normal(size=(3, 6, 384)).astype(np.float16)
@@ -405,7 +407,8 @@ def test_training_resumed_from_a_checkpoint_ends_with_the_weights_of_an_uninterr
     import torch
 
     from fqa_analysis.models.checkpoint import TrainingCheckpoint, TrainingInterruptedError
-    from fqa_analysis.models.reranker import RerankConfig, train_reranker
+    from fqa_analysis.models.reranker.encoder import RerankConfig
+    from fqa_analysis.models.reranker.network import train_reranker
 
     rng = np.random.default_rng(2)
     hidden = rng.normal(size=(6, 5, 384)).astype(np.float16)
@@ -443,9 +446,10 @@ def test_training_resumed_from_a_checkpoint_ends_with_the_weights_of_an_uninterr
 def test_an_interrupted_scoring_pass_resumes_with_the_missing_pairs_and_the_same_scores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fqa_analysis.models.reranker as reranker
-    import fqa_analysis.models.reranker_variants as variants
-    from fqa_analysis.models.reranker import RerankConfig, _Top
+    import fqa_analysis.models.reranker.network as reranker
+    import fqa_analysis.models.reranker.scoring as variants
+    from fqa_analysis.models.reranker.encoder import RerankConfig
+    from fqa_analysis.models.reranker.network import _Top
 
     rng = np.random.default_rng(3)
     ids = [f"p{i}" for i in range(7)]

@@ -116,7 +116,7 @@ def test_cuda_without_a_gpu_is_a_clear_error(
 def test_auto_resolves_to_what_torch_sees(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from fqa_analysis.models.reranker import resolve_device
+    from fqa_analysis.models.reranker.encoder import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert resolve_device("auto") == "cpu"

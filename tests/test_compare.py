@@ -98,3 +98,60 @@ def test_bad_requests_say_what_is_wrong() -> None:
 def test_comparison_is_built_by_keyword_only() -> None:
     with pytest.raises(TypeError):
         Comparison(pd.DataFrame(), "s", "correct", "f", 1, 10, 0, 0.95, "micro", (), "none")  # type: ignore[misc]
+
+
+def _estimate_rows() -> pd.DataFrame:
+    """Systems a and b on domain A (4 questions) and B (2); c on domain A only."""
+    rows = []
+    for system, per_domain in {
+        "a": {"A": [1, 1, 1, 0], "B": [0, 0]},
+        "b": {"A": [1, 0, 0, 0], "B": [1, 1]},
+        "c": {"A": [1, 1, 1, 1]},
+    }.items():
+        for domain, values in per_domain.items():
+            for qid, v in enumerate(values):
+                row = {"s": system, "domain": domain, "split": "test", "question_id": qid, "correct": v}
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_estimate_gives_each_groups_mean_over_its_own_questions() -> None:
+    from fqa_analysis.core.compare import estimate
+
+    table = estimate(_estimate_rows(), ["s"], n_resamples=500).set_index("s")
+    assert table["n"].tolist() == [6, 6, 4]
+    assert table["mean"].tolist() == pytest.approx([3 / 6, 3 / 6, 1.0])
+    # every question of c is right: every resample's mean is 1
+    assert (table.loc["c", "ci_low"], table.loc["c", "ci_high"]) == (1.0, 1.0)
+    macro = estimate(_estimate_rows(), ["s"], average="macro", n_resamples=500).set_index("s")["mean"]
+    assert macro.tolist() == pytest.approx([(0.75 + 0.0) / 2, (0.25 + 1.0) / 2, 1.0])
+
+
+def test_estimate_does_not_depend_on_the_row_order() -> None:
+    from fqa_analysis.core.compare import estimate
+
+    rows = _estimate_rows()
+    shuffled = rows.sample(frac=1.0, random_state=1)
+    first = estimate(rows, ["s"], n_resamples=300).set_index("s").sort_index()
+    second = estimate(shuffled, ["s"], n_resamples=300).set_index("s").sort_index()
+    pd.testing.assert_frame_equal(first, second)
+
+
+def test_estimate_groups_on_the_same_questions_share_their_resamples() -> None:
+    from fqa_analysis.core.compare import estimate
+
+    rows = _estimate_rows()
+    twin = rows[rows["s"] == "a"].assign(s="a2")
+    table = estimate(pd.concat([rows, twin]), ["s"], n_resamples=300).set_index("s")
+    # the same outcomes under the same draws: the same interval, to the last bit
+    assert table.loc["a", ["ci_low", "ci_high"]].tolist() == table.loc["a2", ["ci_low", "ci_high"]].tolist()
+
+
+def test_estimate_refuses_a_question_twice_in_a_group() -> None:
+    from fqa_analysis.core.compare import estimate
+
+    rows = _estimate_rows()
+    with pytest.raises(ValueError, match="twice in one group"):
+        estimate(pd.concat([rows, rows]), ["s"])
+    with pytest.raises(ValueError, match="no column"):
+        estimate(rows, ["rqa"])

@@ -91,7 +91,7 @@ def test_the_stage_modules_are_found() -> None:
 
 @pytest.mark.parametrize("path", STAGE_MODULES, ids=module_name)
 def test_stages_do_not_borrow_from_each_other(path: Path) -> None:
-    """What several stages share lives a floor down (e.g. ``models.reranker_variants``)."""
+    """What several stages share lives a floor down (e.g. ``models.reranker.store``)."""
     borrowed = [
         name
         for name in imports_of(path)

@@ -58,7 +58,7 @@ def test_cache_helpers(tmp_path: Path) -> None:
 def test_reranker_keys_leave_later_settings_out_only_at_their_declared_defaults() -> None:
     from dataclasses import asdict
 
-    from fqa_analysis.models.reranker import RerankConfig, model_key
+    from fqa_analysis.models.reranker.encoder import RerankConfig, model_key
 
     config = RerankConfig(bf16=False)
     # the rule of the models cached before pooling/device/int8_scoring existed, written out by hand
@@ -149,8 +149,8 @@ def test_a_model_in_training_does_not_share_the_embedding_memo() -> None:
 def test_score_cached_runs_only_pairs_the_model_never_scored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fqa_analysis.models import reranker_variants
-    from fqa_analysis.models.reranker import RerankConfig
+    from fqa_analysis.models.reranker import scoring
+    from fqa_analysis.models.reranker.encoder import RerankConfig
 
     asked: list[list[str]] = []
 
@@ -159,14 +159,14 @@ def test_score_cached_runs_only_pairs_the_model_never_scored(
         # a different value at every call, so a re-scored pair would show
         return np.array([[len(asked), ord(i[0]), 0.0, 0.0] for i in ids])
 
-    monkeypatch.setattr(reranker_variants, "predict", fake_predict)
+    monkeypatch.setattr(scoring, "predict", fake_predict)
     model = RerankConfig()
 
     # every pair as long as every other: the order scored is the ids' sorted order
     states = SimpleNamespace(length=lambda pid: 1)
 
     def score(ids: list[str]) -> tuple[np.ndarray, bool]:
-        return reranker_variants.score_cached(tmp_path, {}, ids, states, model)  # type: ignore[arg-type]
+        return scoring.score_cached(tmp_path, {}, ids, states, model)  # type: ignore[arg-type]
 
     first, cached = score(["b", "a"])
     assert asked == [["a", "b"]] and not cached
@@ -194,7 +194,7 @@ def test_load_stage_names_the_missing_stage_and_the_command(tmp_path: Path) -> N
 def test_candidate_texts_are_the_rqa_systems_own_candidates_passages(tiny_data: Path) -> None:
     import pandas as pd
 
-    from fqa_analysis.models.reranker_variants import candidate_texts
+    from fqa_analysis.models.reranker.inputs import candidate_texts
 
     split = load_qa_split(tiny_data, "WHO", "test")
     scores = np.array([[0.0, 2.0, 1.0], [1.0, 0.0, 0.0]])
@@ -262,15 +262,14 @@ def test_a_frozen_warm_start_computes_what_the_full_model_computes(tmp_path: Pat
     """The relevance model split at layer k (lower layers run once, the upper ones trained) is one model."""
     import torch
 
-    from fqa_analysis.models.reranker import (
+    from fqa_analysis.models.reranker.encoder import (
         RerankConfig,
-        _Top,
         encode_pairs,
         lower_layer_weights,
         pair_id,
-        predict,
         upper_layer_weights,
     )
+    from fqa_analysis.models.reranker.network import _Top, predict
 
     pairs = [
         ("how do I renew my visa", "Apply online before the visa expires."),

@@ -11,9 +11,10 @@ import pytest
 
 from fqa_analysis import data
 from fqa_analysis.core.reranking import recipe_comparison, recipe_outcomes, recipe_table
-from fqa_analysis.models.reranker import RerankConfig, uses_bf16
-from fqa_analysis.models.reranker_data import RatedPair, question_groups
-from fqa_analysis.models.reranker_variants import VARIANTS, RerankRunConfig, is_held_out
+from fqa_analysis.models.reranker.encoder import RerankConfig, uses_bf16
+from fqa_analysis.models.reranker.inputs import is_held_out
+from fqa_analysis.models.reranker.pairs import RatedPair, question_groups
+from fqa_analysis.models.reranker.variants import VARIANTS, RerankRunConfig
 from fqa_analysis.stages.manifest import _git_commit
 from fqa_analysis.stages.relevance import RECIPES, eval_candidates
 
@@ -84,7 +85,7 @@ def test_question_groups_put_the_gold_first_and_skip_lone_pairs() -> None:
 
 def test_listwise_loss_is_the_groups_mean_cross_entropy() -> None:
     torch = pytest.importorskip("torch")
-    from fqa_analysis.models.reranker import listwise_loss
+    from fqa_analysis.models.reranker.network import listwise_loss
 
     lp = torch.log(torch.tensor([0.2, 0.2, 0.6, 0.5]))
     # group 1: softmax of log p over (0.2, 0.2, 0.6) = the normalised p: gold 0.2 -> -ln 0.2;
@@ -202,7 +203,8 @@ def test_padding_never_reaches_the_reranker_score() -> None:
     # to 12 tokens scores as it does unpadded
     import torch
 
-    from fqa_analysis.models.reranker import RerankConfig, _Top
+    from fqa_analysis.models.reranker.encoder import RerankConfig
+    from fqa_analysis.models.reranker.network import _Top
 
     top = _Top(RerankConfig(), seed=0)
     top.modules.eval()
@@ -215,3 +217,16 @@ def test_padding_never_reaches_the_reranker_score() -> None:
         changed = top.logits(hidden.clone().index_fill_(1, torch.tensor([9]), 5.0), mask)[1]
     assert torch.allclose(padded, alone, atol=1e-5)
     assert torch.allclose(changed, padded, atol=1e-5)  # a padded position's content does not matter
+
+
+def test_variant_epochs_are_declared_once_and_recorded_as_before() -> None:
+    # the epochs live in each Variant; the config's map is derived from them and keeps the form
+    # (and values) earlier manifests recorded, so their runs stay one configuration with new ones
+    assert RerankRunConfig().variant_epochs == {
+        "vanilla": 1,
+        "combined": 1,
+        "feedback_ce_annotator": 1,
+        "feedback_ce_annotator_scratch": 1,
+    }
+    assert {v.epochs for name, v in VARIANTS.items() if name not in RerankRunConfig().variant_epochs} == {2}
+    assert set(VARIANTS["feedback_kl"].record()) == {"source", "loss", "start", "epochs", "seeds"}

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from fqa_analysis import data
-from fqa_analysis.models.reranker_data import (
+from fqa_analysis.models.reranker.pairs import (
     RatedPair,
     feedback_training_sets,
     holdout_by_question,
@@ -59,7 +59,7 @@ def test_majority_tie_goes_to_the_lower_rating() -> None:
 
 
 def test_negatives_are_drawn_from_the_top_non_gold_only() -> None:
-    from fqa_analysis.models.reranker_data import draw_negatives
+    from fqa_analysis.models.reranker.pairs import draw_negatives
 
     ranked = [4, 9, 2, 7, 1, 3, 8]  # gold 9 is second
     for seed in range(20):
@@ -75,7 +75,7 @@ def test_negatives_are_drawn_from_the_top_non_gold_only() -> None:
 
 
 def test_replay_sample_is_a_seeded_subset_in_order() -> None:
-    from fqa_analysis.models.reranker_variants import replay_sample
+    from fqa_analysis.models.reranker.inputs import replay_sample
 
     pairs = [RatedPair("A", f"q{i}", "p", ("Bad",), "pseudo") for i in range(10)]
     out = replay_sample(pairs, 4, seed=1)

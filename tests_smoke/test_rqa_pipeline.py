@@ -16,7 +16,7 @@ import pytest
 
 from fqa_analysis.cli import main
 from fqa_analysis.core.candidates import validate_candidates
-from fqa_analysis.models.reranker_variants import VARIANTS
+from fqa_analysis.models.reranker.variants import VARIANTS
 from fqa_analysis.stages.beyond import BeyondRunConfig
 from fqa_analysis.stages.relevance import RECIPES
 
@@ -155,7 +155,7 @@ def test_rerankers_score_every_rqa_with_the_same_model(smoke_run: tuple[Path, Pa
     assert (spread["max"] - spread["min"]).max() < 1e-9
     predictions = pd.read_parquet(out / "rating_predictions.parquet")
     assert set(predictions["reranker"]) == set(VARIANTS)
-    # stored rounded to 1e-5 (models.reranker_variants.stored_probabilities): rows sum to 1 within 2e-5
+    # stored rounded to 1e-5 (models.reranker.scoring.stored_probabilities): rows sum to 1 within 2e-5
     sums = (
         predictions[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].astype(float).sum(axis=1)
     )

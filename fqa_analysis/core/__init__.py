@@ -6,5 +6,5 @@ Ratings and their scale (:mod:`~fqa_analysis.core.ratings`), the candidate table
 threshold sweeps, text metrics, the reranking and "beyond" analyses, the report tables and
 plots the book shows, and reading a results folder (:mod:`~fqa_analysis.core.results`). The
 book imports only this layer and the data layer (and the pure
-``models.reranker_data.feedback_item_sets``).
+``models.reranker.pairs.feedback_item_sets``).
 """

@@ -37,12 +37,16 @@ from fqa_analysis.core.stats import Average, bootstrap_means, holm, paired_boots
 __all__ = [
     "COLUMNS",
     "ITEM_KEYS",
+    "N_RESAMPLES",
     "Comparison",
-    "accuracy_by",
     "compare",
+    "estimate",
     "seed_mean",
     "wide_outcomes",
 ]
+
+#: Bootstrap resamples B of every CI and test a chapter prints (:func:`compare`, :func:`estimate`).
+N_RESAMPLES = 10_000
 
 #: The comparison table's columns, in order. ``n``: paired questions; ``mean`` (``ci_low``,
 #: ``ci_high``): the system's mean outcome and its percentile CI; ``baseline_mean``: the
@@ -217,7 +221,7 @@ def compare(
     strata: Sequence[str] = ("domain", "split"),
     seeds: str | None = "seed",
     average: Average = "micro",
-    n_resamples: int = 10_000,
+    n_resamples: int = N_RESAMPLES,
     seed: int = 0,
     confidence: float = 0.95,
     commit: str | None = None,
@@ -335,38 +339,86 @@ def compare(
     )
 
 
-def accuracy_by(
+def estimate(
     outcomes: pd.DataFrame,
-    by: Sequence[str],
-    column: str = "correct",
-    n_resamples: int = 2000,
+    by: Sequence[str] = (),
+    *,
+    value: str = "correct",
+    keys: Sequence[str] = tuple(QUESTION_KEYS),
+    strata: Sequence[str] = ("domain", "split"),
+    seeds: str | None = "seed",
+    average: Average = "micro",
+    n_resamples: int = N_RESAMPLES,
     seed: int = 0,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """Mean of ``column`` per group with a percentile bootstrap CI over its questions.
+    """Mean of ``value`` per group of ``by``, with its percentile bootstrap CI over questions.
 
-    Seeds are averaged per question first (when a ``seed`` column is present); resampling is
-    stratified by test set, so each group's CI is that of its micro average.
+    The one way to a mean with its CI, under the conventions of :func:`compare`: training seeds
+    are averaged per question first, questions are resampled within ``strata`` (so the CI is that
+    of the ``average``), rows are taken in key order (the numbers do not depend on the input's row
+    order), B = :data:`N_RESAMPLES` and one seed. Groups answering the same questions share one
+    resample matrix.
+
+    Args:
+        outcomes: Long table: ``by`` columns, ``keys``, ``value`` and, optionally, ``seeds``.
+        by: Columns whose value combinations are estimated separately (none: one overall mean).
+        value: The outcome column (1/0 accuracy, a KL, a text metric).
+        keys: The columns that identify a question (or an item).
+        strata: Columns (a subset of ``keys``) questions are resampled within; empty for none.
+        seeds: Column of training seeds averaged per question; None (or no such column): none.
+        average: ``micro`` (mean over questions) or ``macro`` (mean of the strata's means).
+        n_resamples: Bootstrap resamples B.
+        seed: Seed of the resample matrix.
+        confidence: Level of the percentile CI.
 
     Returns:
-        ``by`` columns, ``n`` (questions), ``mean``, ``ci_low``, ``ci_high``.
+        ``by`` columns (groups in order of first appearance), ``n`` (questions), ``mean``,
+        ``ci_low``, ``ci_high``.
+
+    Raises:
+        ValueError: A missing column, a strata column that is not a key, or a question twice in a
+            group (without a ``seeds`` column to average it over).
 
     Example:
         >>> out = pd.DataFrame({"g": ["a"] * 4, "domain": "D", "split": "test", "question_id": [0, 1, 2, 3],
-        ...     "correct": [1, 1, 1, 0]})
-        >>> accuracy_by(out, ["g"], n_resamples=200)[["n", "mean"]].values.tolist()
-        [[4.0, 0.75]]
+        ...     "seed": [0, 0, 0, 0], "correct": [1, 1, 1, 0]})
+        >>> estimate(out, ["g"], n_resamples=200)[["g", "n", "mean"]].values.tolist()
+        [['a', 4, 0.75]]
     """
-    work = seed_mean(outcomes, [*by, *QUESTION_KEYS], column)
-    rows = []
-    for values, block in work.groupby(list(by), sort=False):
-        strata = (block["domain"].astype(str) + "/" + block["split"].astype(str)).tolist()
-        means = bootstrap_means(
-            block[[column]].reset_index(drop=True), strata, "micro", n_resamples, seed, confidence
+    missing = [c for c in (*by, *keys, value) if c not in outcomes.columns]
+    if missing:
+        raise ValueError(f"outcomes have no column(s) {missing} (have: {list(outcomes.columns)})")
+    if not set(strata) <= set(keys):
+        raise ValueError(f"strata {list(strata)} must be question keys ({list(keys)})")
+    seeded = [seeds] if seeds is not None and seeds in outcomes.columns else []
+    # only the seeds are averaged: any other repeat of a question would be averaged silently
+    if outcomes.duplicated([*by, *keys, *seeded]).any():
+        raise ValueError(
+            f"outcomes hold a question twice in one group of {list(by)} (and seed); add the column "
+            "that tells the rows apart to by="
         )
-        labels = values if isinstance(values, tuple) else (values,)
-        row: dict[str, object] = dict(zip(by, labels, strict=True))
-        row["n"] = float(len(block))
-        row.update({str(k): float(v) for k, v in means.iloc[0].items()})
-        rows.append(row)
-    return pd.DataFrame(rows)
+    work = seed_mean(outcomes, [*by, *keys], value, seeds)
+    group_cols = list(by) or ["_all"]
+    work = work.assign(_all=0) if not by else work
+    # groups numbered in order of first appearance (a group column may also be a key)
+    work = work.assign(_group=work.groupby(group_cols, sort=False).ngroup().to_numpy())
+    order = work.drop_duplicates("_group").sort_values("_group")[group_cols].reset_index(drop=True)
+    wide = work.pivot(index=list(keys), columns="_group", values=value).sort_index()
+    wide.columns = pd.Index([f"g{g}" for g in wide.columns])
+    # groups answering the same questions are resampled together: one matrix, the same draws
+    shared: dict[bytes, list[str]] = {}
+    for column in wide.columns:
+        shared.setdefault(wide[column].notna().to_numpy().tobytes(), []).append(str(column))
+    rows: dict[str, dict[str, float]] = {}
+    for columns in shared.values():
+        block = wide.loc[wide[columns[0]].notna(), columns]
+        labels = ["/".join(map(str, r)) for r in block.index.to_frame()[list(strata)].itertuples(index=False)]
+        means = bootstrap_means(
+            block.reset_index(drop=True), labels if strata else None, average, n_resamples, seed, confidence
+        )
+        for group, r in means.iterrows():
+            rows[str(group)] = {"n": len(block), **{str(k): float(v) for k, v in r.items()}}
+    stats = pd.DataFrame([rows[f"g{g}"] for g in range(len(order))])
+    out = pd.concat([order, stats], axis=1).drop(columns=["_all"], errors="ignore")
+    return out.astype({"n": int})

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from fqa_analysis.core.candidates import QUESTION_KEYS, RUN_KEYS
-from fqa_analysis.core.compare import wide_outcomes
-from fqa_analysis.core.stats import Average, bootstrap_means
+from fqa_analysis.core.compare import estimate, wide_outcomes
+from fqa_analysis.core.stats import Average
 from fqa_analysis.data import FEEDBACK_DOMAINS
 
 __all__ = [
@@ -172,8 +172,8 @@ def accuracy_with_ci(
 ) -> pd.DataFrame:
     """Accuracy with percentile bootstrap CIs per test set, and overall micro and macro.
 
-    Questions are taken in key order (:func:`~fqa_analysis.core.compare.wide_outcomes`), so the
-    CIs do not depend on the order of the input's rows.
+    A layout of :func:`~fqa_analysis.core.compare.estimate` (questions in key order, so the CIs
+    do not depend on the order of the input's rows).
 
     Args:
         outcomes: Per-question outcomes of several systems (same questions for all).
@@ -188,18 +188,20 @@ def accuracy_with_ci(
         Long table: ``system, test_set, n, accuracy, ci_low, ci_high``; the overall rows are
         named ``overall (micro)`` and ``overall (macro)``, resampled within test sets.
     """
-    wide = wide_outcomes(outcomes, system, column)
+    wide_outcomes(outcomes, system, column)  # every system answers the same questions, once
     rows = []
-    for (domain, split), block in wide.groupby(level=["domain", "split"], sort=False):
-        means = bootstrap_means(block.reset_index(drop=True), None, "micro", n_resamples, seed, confidence)
-        for name, r in means.iterrows():
-            rows.append((name, test_set_label(str(domain), str(split)), len(block), *r.tolist()))
-    overall = wide[wide.index.get_level_values("domain").isin(list(overall_domains))]
-    strata = [f"{d}/{s}" for d, s, _ in overall.index]
+
+    def ci(table: pd.DataFrame, by: list[str], strata: Sequence[str], average: Average) -> pd.DataFrame:
+        return estimate(
+            table, by, value=column, strata=strata, seeds=None, average=average,
+            n_resamples=n_resamples, seed=seed, confidence=confidence,
+        )  # fmt: skip
+
+    for r in ci(outcomes, [system, "domain", "split"], (), "micro").itertuples(index=False):
+        label = test_set_label(str(r.domain), str(r.split))
+        rows.append((getattr(r, system), label, r.n, r.mean, r.ci_low, r.ci_high))
+    overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
     for average in ("micro", "macro"):
-        means = bootstrap_means(
-            overall.reset_index(drop=True), strata, average, n_resamples, seed, confidence
-        )
-        for name, r in means.iterrows():
-            rows.append((name, f"overall ({average})", len(overall), *r.tolist()))
+        for r in ci(overall, [system], ("domain", "split"), average).itertuples(index=False):
+            rows.append((getattr(r, system), f"overall ({average})", r.n, r.mean, r.ci_low, r.ci_high))
     return pd.DataFrame(rows, columns=["system", "test_set", "n", "accuracy", "ci_low", "ci_high"])

@@ -210,8 +210,11 @@ def plot_grouped_bars(
     value: str,
     error: str | None = None,
     ax: Axes | None = None,
+    legend: bool = True,
 ) -> Axes:
     """Bars of ``value`` per ``group`` (x axis), one bar per ``system`` in its fixed colour.
+
+    The legend sits to the right of the axes, never over a bar.
 
     Args:
         frame: Long table, one row per (group, system).
@@ -220,6 +223,7 @@ def plot_grouped_bars(
         value: Bar height column.
         error: Optional column of symmetric error-bar half-widths (e.g. sd over seeds).
         ax: Axes to draw on.
+        legend: Draw the legend (off for all but one panel of a row of panels).
     """
     ax = _axes(ax, (7, 3.5))
     groups = list(dict.fromkeys(frame[group]))
@@ -240,7 +244,8 @@ def plot_grouped_bars(
         )
     ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups])
     ax.set_ylabel(value)
-    ax.legend(frameon=False, fontsize="small")
+    if legend:
+        ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax
 
 

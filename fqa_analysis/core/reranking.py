@@ -23,7 +23,7 @@ and the tests check them on tiny hand-made tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,10 +46,12 @@ from fqa_analysis.data import FEEDBACK_DOMAINS
 
 __all__ = [
     "AGREEMENT_SUBSETS",
+    "FEEDBACK_CLAIM",
     "auc",
     "compare_family",
     "compare_to_baseline",
     "constant_rating_quality",
+    "feedback_pairs",
     "freezing_effect",
     "join_annotators",
     "per_item_rating_scores",
@@ -142,6 +144,26 @@ def compare_to_baseline(
     family = f"every reranker vs {baseline}, per RQA"
     settings = {"average": average, "n_resamples": n_resamples, "seed": seed, "commit": commit}
     return _per_rqa(overall, baseline=baseline, family="within", describe=family, **settings)
+
+
+#: The paper's claim that feedback adds to QA data: these rerankers against the relevance model.
+FEEDBACK_CLAIM: tuple[str, ...] = ("combined", "feedback_kl")
+
+
+def feedback_pairs(present: Collection[str]) -> list[tuple[str, str]]:
+    """The pairs the book tests the paper's claim with (:func:`compare_family`).
+
+    Each of :data:`FEEDBACK_CLAIM` present against ``vanilla``; none without ``vanilla``.
+
+    Example:
+        >>> feedback_pairs({"vanilla", "feedback_kl", "feedback_ce_majority"})
+        [('feedback_kl', 'vanilla')]
+        >>> feedback_pairs({"combined", "feedback_kl"})
+        []
+    """
+    if "vanilla" not in present:
+        return []
+    return [(s, "vanilla") for s in FEEDBACK_CLAIM if s in present]
 
 
 def compare_family(

@@ -53,7 +53,8 @@ from fqa_analysis.core.ratings import mean_kl, rating_distribution
 from fqa_analysis.data import FeedbackItem
 from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
 from fqa_analysis.models.explainer import encoder_inputs, new_encoder_decoder
-from fqa_analysis.models.reranker import N_CLASSES, bf16_autocast
+from fqa_analysis.models.reranker.encoder import bf16_autocast
+from fqa_analysis.models.reranker.network import N_CLASSES
 from fqa_analysis.models.retrieval import minilm_path
 from fqa_analysis.profiling import peak_rss_mb
 
@@ -99,7 +100,7 @@ class ExplainRateConfig:
     #: Length of a generated explanation at inference (greedy, no 3-gram repeated).
     max_new_tokens: int = 24
     threads: int = 2
-    #: bfloat16 autocast: on CUDA only (:func:`~fqa_analysis.models.reranker.uses_bf16`).
+    #: bfloat16 autocast: on CUDA only (:func:`~fqa_analysis.models.reranker.encoder.uses_bf16`).
     bf16: bool = False
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None

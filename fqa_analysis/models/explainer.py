@@ -14,7 +14,7 @@ a batch):
   example per annotator; greedy decoding, or the pick of a :class:`CandidateChooser` among
   the greedy and several sampled explanations.
 
-Training data are the reranker's: :func:`~fqa_analysis.models.reranker_data.feedback_item_sets` (same
+Training data are the reranker's: :func:`~fqa_analysis.models.reranker.pairs.feedback_item_sets` (same
 protocol, same held-out questions for choosing the generator's epoch); feedback_test is never
 trained on.
 """
@@ -37,7 +37,7 @@ from fqa_analysis.cache import atomic_write_json, content_key
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.data import FeedbackItem
 from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
-from fqa_analysis.models.reranker import bf16_autocast
+from fqa_analysis.models.reranker.encoder import bf16_autocast
 from fqa_analysis.models.retrieval import DenseConfig, DenseSystem, minilm_path
 from fqa_analysis.profiling import peak_rss_mb
 
@@ -219,7 +219,7 @@ class GeneratorConfig:
     warmup: float = 0.1
     seed: int = 0
     threads: int = 2
-    #: bfloat16 autocast: on CUDA only (:func:`~fqa_analysis.models.reranker.uses_bf16`).
+    #: bfloat16 autocast: on CUDA only (:func:`~fqa_analysis.models.reranker.encoder.uses_bf16`).
     bf16: bool = False
     #: Stop after this many optimiser steps (smoke runs); None trains every epoch.
     max_steps: int | None = None

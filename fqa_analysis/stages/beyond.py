@@ -36,21 +36,13 @@ from fqa_analysis.cache import atomic_write_parquet, default_cache_root
 from fqa_analysis.core.calibration import pool_softmax
 from fqa_analysis.core.candidates import NO_RERANKER, RATING_COLUMNS, validate_candidates
 from fqa_analysis.core.results import load_table
-from fqa_analysis.models.reranker import CACHE_VERSION, PairStates, encode_pairs, pair_id
-from fqa_analysis.models.reranker_data import FeedbackExperiment, feedback_experiments
-from fqa_analysis.models.reranker_variants import (
-    RELEVANCE_SEED,
-    VARIANTS,
-    RerankInputs,
-    RerankRunConfig,
-    example_ids,
-    rerank_inputs,
-    score_cached,
-    stage_model,
-    stored_probabilities,
-    train_or_load,
-    variant_examples,
-)
+from fqa_analysis.models.reranker.encoder import PairStates, encode_pairs, pair_id
+from fqa_analysis.models.reranker.inputs import RerankInputs, example_ids, rerank_inputs, variant_examples
+from fqa_analysis.models.reranker.network import CACHE_VERSION
+from fqa_analysis.models.reranker.pairs import FeedbackExperiment, feedback_experiments
+from fqa_analysis.models.reranker.scoring import score_cached, stored_probabilities
+from fqa_analysis.models.reranker.store import stage_model, train_or_load
+from fqa_analysis.models.reranker.variants import RELEVANCE_SEED, VARIANTS, RerankRunConfig
 from fqa_analysis.models.retrieval import (
     FineTuneConfig,
     HybridSystem,
@@ -111,10 +103,9 @@ def _stage_models(
         for seed in config.rerank.seeds_of(variant):
             step = f"models/{variant}/seed{seed}"
             with stage(timings, step):
-                weights, _, folder, from_cache[step] = stage_model(
-                    inputs, variant, seed, states, config.rerank, cache_root
-                )
-            yield variant, seed, select, weights, folder
+                model = stage_model(inputs, variant, seed, states, config.rerank, cache_root)
+            from_cache[step] = model.from_cache
+            yield variant, seed, select, model.weights, model.folder
 
 
 def _selection_rows(
@@ -129,7 +120,7 @@ def _selection_rows(
     frames = []
     models = _stage_models(inputs, states, config, cache_root, config.rerank.variants, timings, from_cache)
     for variant, seed, select, weights, folder in models:
-        select_pairs = inputs.sources[VARIANTS[variant][0]][1]
+        select_pairs = inputs.sources[VARIANTS[variant].source][1]
         step = f"selection/{variant}/seed{seed}"
         with stage(timings, step):
             ids = [i for i, _ in select]
@@ -178,10 +169,8 @@ def _experiment_rows(
         examples, select_ids = example_ids(run.fit, "kl"), example_ids(run.select, "kl")
         with stage(timings, f"{name}/train"):
             # warm-started like the rerank stage's feedback_kl: from the one relevance model
-            v_weights, _, v_folder, _ = stage_model(
-                inputs, "vanilla", RELEVANCE_SEED, states, config.rerank, cache_root
-            )
-            weights, history, folder, cached = train_or_load(
+            relevance = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config.rerank, cache_root)
+            trained = train_or_load(
                 "feedback_kl",
                 run.seed,
                 examples,
@@ -189,8 +178,10 @@ def _experiment_rows(
                 states,
                 config.rerank.model,
                 cache_root,
-                init=(v_folder, v_weights),
+                init=(relevance.folder, relevance.weights),
             )
+            weights, history, folder = trained.weights, trained.history, trained.folder
+            cached = trained.from_cache
         from_cache[f"{name}/train"] = cached
         with stage(timings, f"{name}/score"):
             probs, from_cache[f"{name}/score"] = score_cached(

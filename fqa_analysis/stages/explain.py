@@ -52,7 +52,7 @@ from fqa_analysis.models.explainer import (
     train_generator,
 )
 from fqa_analysis.models.explanation_scoring import Embedder, rating_classifier
-from fqa_analysis.models.reranker_data import feedback_item_sets
+from fqa_analysis.models.reranker.pairs import feedback_item_sets
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 

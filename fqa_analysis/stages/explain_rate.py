@@ -45,15 +45,12 @@ from fqa_analysis.models.explain_rate import (
 )
 from fqa_analysis.models.explainer import explanation_examples
 from fqa_analysis.models.explanation_scoring import Embedder, rating_classifier
-from fqa_analysis.models.reranker import pair_id
-from fqa_analysis.models.reranker_data import feedback_item_sets
-from fqa_analysis.models.reranker_variants import (
-    RELEVANCE_SEED,
-    RerankRunConfig,
-    candidate_texts,
-    relevance_model,
-    stored_probabilities,
-)
+from fqa_analysis.models.reranker.encoder import pair_id
+from fqa_analysis.models.reranker.inputs import candidate_texts
+from fqa_analysis.models.reranker.pairs import feedback_item_sets
+from fqa_analysis.models.reranker.scoring import stored_probabilities
+from fqa_analysis.models.reranker.store import relevance_model
+from fqa_analysis.models.reranker.variants import RELEVANCE_SEED, RerankRunConfig
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 
@@ -164,10 +161,10 @@ def run_explain_rate(
         init = None
         if config.start == "relevance":
             with stage(timings, f"seed{seed}/relevance_model"):
-                weights, _, r_folder, from_cache[f"seed{seed}/relevance_model"] = relevance_model(
-                    data_dir, config.relevance, RELEVANCE_SEED, cache_root
-                )  # the one relevance model, shared by every seed (as the rerank stage's variants)
-            init = (r_folder, weights)
+                # the one relevance model, shared by every seed (as the rerank stage's variants)
+                relevance = relevance_model(data_dir, config.relevance, RELEVANCE_SEED, cache_root)
+            from_cache[f"seed{seed}/relevance_model"] = relevance.from_cache
+            init = (relevance.folder, relevance.weights)
         with stage(timings, f"seed{seed}/train"):
             model, folder, history = train_explain_rate(fit, select, config.model, seed, cache_root, init)
         from_cache[f"seed{seed}/train"] = bool(history["from_cache"])

@@ -4,7 +4,7 @@ The relevance model (the ``vanilla`` reranker, which every feedback-trained rera
 from) is trained on QA data alone. Its recipe (loss, negatives per question and their source, the
 QA-train domains, epochs) is chosen here by measurement, never on a test file: every recipe trains
 seed 0 on the QA-train questions outside the held-out tenth
-(:func:`~fqa_analysis.models.reranker_variants.is_held_out`) and rescores the held-out questions of
+(:func:`~fqa_analysis.models.reranker.inputs.is_held_out`) and rescores the held-out questions of
 the four feedback domains: the gold passage and the ``eval_depth - 1`` best non-gold passages of
 zero-shot MiniLM's ranking (the same candidates for every recipe). A recipe's seed-0 model has the
 content key of the rerank stage's ``vanilla`` seed 0 under that recipe, so the chosen recipe's
@@ -27,17 +27,12 @@ import pandas as pd
 from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_parquet, default_cache_root
 from fqa_analysis.core.candidates import RATING_COLUMNS
-from fqa_analysis.models.reranker import CACHE_VERSION, encode_pairs, pair_id
-from fqa_analysis.models.reranker_variants import (
-    RerankRunConfig,
-    is_held_out,
-    pseudo_pairs,
-    ranked_passages,
-    relevance_splits,
-    score_cached,
-    stored_probabilities,
-    train_relevance,
-)
+from fqa_analysis.models.reranker.encoder import encode_pairs, pair_id
+from fqa_analysis.models.reranker.inputs import is_held_out, pseudo_pairs, ranked_passages, relevance_splits
+from fqa_analysis.models.reranker.network import CACHE_VERSION
+from fqa_analysis.models.reranker.scoring import score_cached, stored_probabilities
+from fqa_analysis.models.reranker.store import train_relevance
+from fqa_analysis.models.reranker.variants import RerankRunConfig
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import (
     accumulated_entry,
@@ -54,7 +49,7 @@ __all__ = ["RECIPES", "Recipe", "RelevanceRunConfig", "eval_candidates", "run_re
 class Recipe:
     """One way to train the relevance model.
 
-    Its fields are those of :class:`~fqa_analysis.models.reranker_variants.RerankRunConfig` it sets.
+    Its fields are those of :class:`~fqa_analysis.models.reranker.variants.RerankRunConfig` it sets.
     """
 
     loss: str
@@ -79,7 +74,7 @@ class Recipe:
 #: ``pointwise_1neg_feedback``: the loss (listwise, with one negative a pairwise term), negatives
 #: per question, the QA-train domains (the feedback domains' 4,407 questions, or Quebec's 5,060
 #: too), the negatives' source, epochs. The rerank stage's default
-#: (:class:`~fqa_analysis.models.reranker_variants.RerankRunConfig`) is ``listwise_3neg_all``, measured first.
+#: (:class:`~fqa_analysis.models.reranker.variants.RerankRunConfig`) is ``listwise_3neg_all``, measured first.
 RECIPES: dict[str, Recipe] = {
     "listwise_3neg_all": Recipe("listwise", 3, data.DOMAINS),
     "pointwise_1neg_feedback": Recipe("pointwise", 1, data.FEEDBACK_DOMAINS),
@@ -211,10 +206,11 @@ def run_relevance(
         fit, select = sets[name]
         model = replace(config.rerank.model, epochs=recipe.epochs)
         with stage(timings, f"{name}/train"):
-            weights, history, folder, cached = train_relevance(
+            trained = train_relevance(
                 fit, select, states, recipe.apply(config.rerank), config.seed, cache_root
             )
-        from_cache[f"{name}/train"] = cached
+        weights, history, folder = trained.weights, trained.history, trained.folder
+        from_cache[f"{name}/train"] = trained.from_cache
         with stage(timings, f"{name}/score"):
             probs, from_cache[f"{name}/score"] = score_cached(folder, weights, eval_ids, states, model)
         p = stored_probabilities(probs)

@@ -9,14 +9,14 @@ never retrained per RQA. Outputs (appended to ``results/``):
   variant x seed, for the rating-quality analysis;
 * ``manifest.json``: stage ``rerank`` with configs, per-step wall time and memory.
 
-Variants (:data:`~fqa_analysis.models.reranker_variants.VARIANTS`, declared with what they
-train on in :mod:`fqa_analysis.models.reranker_variants`: training data, loss, starting point):
+Variants (:data:`~fqa_analysis.models.reranker.variants.VARIANTS`, declared with what they
+train on in :mod:`fqa_analysis.models.reranker.variants`: training data, loss, starting point):
 
 * ``vanilla``, the relevance model every other reranker starts from: QA data only, no feedback
   (pseudo-ratings from the QA train sets of ``relevance_domains``: the gold passage Excellent,
   ``pseudo_negatives`` drawn from the negative source's top non-gold passages Bad), trained from
   MiniLM with the ``relevance_loss`` recipe (listwise by default,
-  :func:`~fqa_analysis.models.reranker.train_reranker`);
+  :func:`~fqa_analysis.models.reranker.network.train_reranker`);
 * ``feedback_kl``, ``feedback_ce_annotator``, ``feedback_ce_majority``: the feedback alone under
   three losses, continued from the one relevance model (``vanilla`` of seed 0, shared by every seed);
 * ``combined``: the feedback plus as many replayed pseudo pairs, KL, continued from ``vanilla``;
@@ -40,20 +40,12 @@ import pandas as pd
 
 from fqa_analysis.cache import atomic_write_parquet, default_cache_root
 from fqa_analysis.core.candidates import RATING_COLUMNS
-from fqa_analysis.models.reranker import CACHE_VERSION, encode_pairs
-from fqa_analysis.models.reranker_variants import (
-    RELEVANCE_SEED,
-    VARIANTS,
-    RerankRunConfig,
-    WarmStart,
-    has_scores,
-    planned_runs,
-    rerank_inputs,
-    score_cached,
-    stage_model,
-    stored_probabilities,
-    warm_start,
-)
+from fqa_analysis.models.reranker.encoder import encode_pairs
+from fqa_analysis.models.reranker.inputs import rerank_inputs
+from fqa_analysis.models.reranker.network import CACHE_VERSION
+from fqa_analysis.models.reranker.scoring import has_scores, score_cached, stored_probabilities
+from fqa_analysis.models.reranker.store import WarmStart, stage_model, warm_start
+from fqa_analysis.models.reranker.variants import RELEVANCE_SEED, VARIANTS, RerankRunConfig, planned_runs
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import (
     accumulated_entry,
@@ -100,7 +92,7 @@ def run_rerank(
     """
     config = config or RerankRunConfig()
     cache_root = cache_root or default_cache_root()
-    config_record = {**asdict(config), "variants": {v: VARIANTS[v]._asdict() for v in config.variants}}
+    config_record = {**asdict(config), "variants": {v: VARIANTS[v].record() for v in config.variants}}
     previous = accumulated_entry(out_dir, "rerank", config_record, _RUN_FIELDS, replace_runs)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
@@ -120,26 +112,29 @@ def run_rerank(
     position = {pid: i for i, pid in enumerate(score_ids)}
     new_rows, prediction_rows, histories = [], [], {}
     extended: set[str] = set()  # score steps that only added pairs to an earlier scoring
-    warm: WarmStart | None = None
+    warm: WarmStart | None = None  # the relevance model as the warm variants continue from it, loaded once
     relevance_ready = "vanilla" in config.variants[:1]  # trained first, in its own step
     for variant, seed in config.runs():
         run_states, run_model = states, config.model
-        if VARIANTS[variant].start == "relevance" and not relevance_ready:
-            # the relevance model in a step of its own (trained only when the cache lacks it), so
-            # that a warm variant's training step times that variant alone
-            with stage(timings, "relevance_model"):
-                *_, from_cache["relevance_model"] = stage_model(
-                    inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root
-                )
-            relevance_ready = True
-        if config.warm_frozen_layers and VARIANTS[variant].start == "relevance":
-            if warm is None:  # the relevance model's lower layers over every pair, once
+        if VARIANTS[variant].start == "relevance" and warm is None:
+            if not relevance_ready:
+                # the relevance model in a step of its own (trained only when the cache lacks it),
+                # so that a warm variant's training step times that variant alone
+                with stage(timings, "relevance_model"):
+                    relevance = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root)
+                from_cache["relevance_model"] = relevance.from_cache
+            if config.warm_frozen_layers:  # the relevance model's lower layers over every pair, once
                 with stage(timings, "relevance_lower_layers"):
                     warm = warm_start(inputs, states, config, cache_root)
                 from_cache["relevance_lower_layers"] = warm.states.from_cache
+            else:
+                warm = warm_start(inputs, states, config, cache_root)
+        if VARIANTS[variant].start == "relevance" and warm is not None:
             run_states, run_model = warm.states, warm.model
         with stage(timings, f"{variant}/seed{seed}/train"):
-            weights, history, folder, cached = stage_model(inputs, variant, seed, states, config, cache_root)
+            trained = stage_model(inputs, variant, seed, states, config, cache_root, warm)
+        weights, history, folder = trained.weights, trained.history, trained.folder
+        cached = trained.from_cache
         from_cache[f"{variant}/seed{seed}/train"] = cached
         histories[f"{variant}/seed{seed}"] = history
         step = f"{variant}/seed{seed}/score"
@@ -199,7 +194,7 @@ def run_rerank(
         timings = {**carried, **timings}
     # the record names the runs present (accumulated or not) and those the default plan still lacks
     runs = {r.split("/")[0] for r in histories}
-    config_record["variants"] = {v: VARIANTS[v]._asdict() for v in VARIANTS if v in runs}
+    config_record["variants"] = {v: VARIANTS[v].record() for v in VARIANTS if v in runs}
     config_record["seeds"] = sorted({int(r.split("/seed")[1]) for r in histories})
     # Steps are named per variant and seed, so which ones ran is not part of the comparison; the
     # scored RQA systems change no model, and a score step that adds pairs extends the last one.

@@ -33,6 +33,7 @@ from fqa_analysis.core.ratings import LABELS, majority_label, rating_distributio
 from fqa_analysis.data import FEEDBACK_DOMAINS, FeedbackItem, FeedbackSplit, QASplit
 
 __all__ = [
+    "LOSSES",
     "FeedbackExperiment",
     "Loss",
     "RatedPair",
@@ -48,7 +49,10 @@ __all__ = [
     "training_examples",
 ]
 
+
 Loss = Literal["kl", "ce_annotator", "ce_majority"]
+
+
 LOSSES: tuple[str, ...] = ("kl", "ce_annotator", "ce_majority")
 
 
