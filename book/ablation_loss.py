@@ -33,7 +33,7 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import compare
 from fqa_analysis.core.plots import plot_grouped_bars, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
-from fqa_analysis.core.report import comparison_table, plus_minus
+from fqa_analysis.core.report import breakable, comparison_table, plus_minus
 from fqa_analysis.core.reranking import (
     AGREEMENT_SUBSETS,
     compare_to_baseline,
@@ -188,7 +188,8 @@ if READY:
         },
         index=summary.index,
     )
-    display(cells.join(quality.groupby(["reranker", "subset"], sort=False)["n"].first().rename("items")))
+    shown = cells.join(quality.groupby(["reranker", "subset"], sort=False)["n"].first().rename("items"))
+    display(shown.rename(index=breakable, level="reranker"))  # long names wrap, so the table fits
 
 
 # %% [markdown]

@@ -27,12 +27,13 @@ from fqa_analysis.core.plots import plot_grouped_bars
 from fqa_analysis.core.report import breakable, comparison_table, mean_sd_table
 from fqa_analysis.core.reranking import score_ablation, score_outcomes, score_separation, seed_table
 from fqa_analysis.core.results import load_candidates, load_stage, results_dir
+from fqa_analysis.models.reranker.variants import VARIANTS as DECLARED
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
 stage = load_stage(RESULTS, "rerank")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
-VARIANTS = list(stage["config"]["variants"])
+VARIANTS = [v for v in DECLARED if v in set(candidates["reranker"])]  # the stage's order
 rated = candidates[candidates["reranker"] != "none"]
 ablation = score_ablation(candidates, commit=stage["git_commit"]).table.reset_index()
 separation = score_separation(candidates)
@@ -93,6 +94,11 @@ shown  # P(Excellent)'s accuracy is in the table above
 
 # %% mystnb={"figure": {"caption": "Accuracy(E[y]/3) - accuracy(P(Excellent)) in points, per RQA system (groups) and reranker (bars), seed-averaged outcomes; the paired bootstrap CIs and Holm p-values are in the table above."}} tags=["hide-input"]
 plot_data = ablation.assign(delta_pts=100 * ablation["delta"])
+# RQA systems weakest to strongest, rerankers in the stage's order (the legend's order)
+plot_data = plot_data.sort_values(
+    ["rqa", "reranker"],
+    key=lambda c: c.map({n: i for i, n in enumerate(SYSTEMS if c.name == "rqa" else VARIANTS)}),
+)
 ax = plot_grouped_bars(plot_data, "rqa", "reranker", "delta_pts")
 ax.axhline(0, color="grey", linewidth=0.8)
 ax.set_ylabel("accuracy(E[y]/3) - accuracy(P(Exc)), points")

@@ -373,14 +373,18 @@ def mean_sd(series, digits, scale=1.0):
     return [plus_minus(a, b, digits) for a, b in zip(m, s, strict=True)]  # one seed: the value alone
 
 
-q = quality.set_index("reranker").loc[[k for k in RERANKERS[1:] if k in set(quality["reranker"])]]
+order = {k: i for i, k in enumerate(RERANKERS[1:])}
+# one row per model (reranker, seed), rerankers in declaration order
+q = quality.sort_values("reranker", key=lambda r: r.map(order), kind="stable").set_index(["reranker", "seed"])
 seed_kl = join_annotators(load_table(RESULTS, "rating_predictions.parquet"), items)
 seed_kl = per_item_rating_scores(
     seed_kl.assign(reranker=seed_kl["reranker"] + "/" + seed_kl["seed"].astype(str))
 )
 seed_kl = seed_kl.groupby("reranker")["kl"].mean()
-seed_kl.index = seed_kl.index.str.split("/").str[0]
-names = list(dict.fromkeys(q.index))
+seed_kl.index = pd.MultiIndex.from_tuples(
+    [(name, int(seed)) for name, seed in seed_kl.index.str.split("/")], names=["reranker", "seed"]
+)
+names = list(dict.fromkeys(q.index.get_level_values("reranker")))
 separation = pd.DataFrame(
     {
         "starts from": ["relevance model" if VARIANTS[n].start == "relevance" else "MiniLM" for n in names],
