@@ -59,8 +59,10 @@ from fqa_analysis.core.results import (
     load_relevance_recipes,
     load_stage,
     load_table,
+    relevance_recipes,
     results_dir,
     stage_cost,
+    stage_recipe,
 )
 from fqa_analysis.models.reranker.pairs import feedback_item_sets
 from fqa_analysis.models.reranker.variants import VARIANTS, planned_runs
@@ -558,32 +560,17 @@ BASE_RECIPE = "pointwise_1neg_feedback"
 recipe_rows = load_relevance_recipes(RESULTS)
 recipes = recipe_table(recipe_rows)
 recipe_cmp = recipe_comparison(recipe_rows, BASE_RECIPE, commit=relevance["git_commit"]).table
-recipe_info = relevance["recipes"]
-wanted = stage["config"]
-default_recipe = next(
-    (
-        r
-        for r, info in recipe_info.items()
-        if (info["loss"], info["negatives"], info["domains"], info["source"], info["epochs"])
-        == (
-            wanted.get("relevance_loss"),
-            wanted.get("pseudo_negatives"),
-            wanted.get("relevance_domains"),
-            wanted.get("negative_source"),
-            wanted.get("variant_epochs", {}).get("vanilla"),
-        )
-    ),
-    None,
-)
+recipe_info = relevance_recipes(relevance)
+default_recipe = stage_recipe(recipe_info, stage["config"])
 DOMAIN_SETS = {tuple(data.FEEDBACK_DOMAINS): "feedback (4)", tuple(data.DOMAINS): "all 5"}
 recipe_view = pd.DataFrame(
     {
         # the recipe's levers in one cell, so that the table fits the page
         "levers: loss, negatives (source), QA-train domains, epochs": [
-            f"{recipe_info[r]['loss']}, {recipe_info[r]['negatives']} ({recipe_info[r]['source']}), "
-            f"{DOMAIN_SETS.get(tuple(recipe_info[r]['domains']), ', '.join(recipe_info[r]['domains']))}, "
-            f"{recipe_info[r]['epochs']}"
-            for r in recipes.index
+            f"{info['relevance_loss']}, {info['pseudo_negatives']} ({info['negative_source']}), "
+            f"{DOMAIN_SETS.get(tuple(info['relevance_domains']), ', '.join(info['relevance_domains']))}, "
+            f"{info['relevance_epochs']}"
+            for info in (recipe_info[r] for r in recipes.index)
         ],
         "AUC": [f"{v:.3f}" for v in recipes["auc"]],
         "alone (%)": [f"{100 * v:.1f}" for v in recipes["alone"]],

@@ -150,7 +150,7 @@ def _parser() -> argparse.ArgumentParser:
         help=f"reranker: tokens of question + passage, 32..512 (default: {RerankConfig.max_len})",
     )
     run_p.add_argument(
-        "--negatives",
+        "--pseudo-negatives",
         type=_int_in(1, RerankRunConfig.negative_pool),
         help=f"reranker: pseudo negatives per QA-train question, 1..{RerankRunConfig.negative_pool} "
         f"(default: {RerankRunConfig.pseudo_negatives})",
@@ -254,7 +254,7 @@ _RERANK_OPTIONS = {
     "frozen_layers",
     "rerank_epochs",
     "max_len",
-    "negatives",
+    "pseudo_negatives",
     "relevance_loss",
     "negative_source",
     "relevance_domains",
@@ -281,7 +281,7 @@ STAGES: dict[str, set[str]] = {
         "explain_rate_epochs",
         "explain_rate_form",
         # the relevance model its encoder starts from
-        "negatives",
+        "pseudo_negatives",
         "relevance_loss",
         "negative_source",
         "relevance_domains",
@@ -465,7 +465,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         seeds=seeds,
         model=model,
         subset=args.subset,
-        pseudo_negatives=args.negatives or RerankRunConfig.pseudo_negatives,
+        pseudo_negatives=args.pseudo_negatives or RerankRunConfig.pseudo_negatives,
         relevance_loss=args.relevance_loss or RerankRunConfig.relevance_loss,
         negative_source=args.negative_source or RerankRunConfig.negative_source,
         relevance_domains=args.relevance_domains or RerankRunConfig.relevance_domains,

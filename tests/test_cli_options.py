@@ -38,7 +38,10 @@ from fqa_analysis.cli import main
             ["rerank", "--variants", "vanila"],
             "argument --variants: unknown vanila (allowed: vanilla, feedback_kl",
         ),
-        (["rerank", "--negatives", "11"], "argument --negatives: 11 is out of range (allowed: 1..10)"),
+        (
+            ["rerank", "--pseudo-negatives", "11"],
+            "argument --pseudo-negatives: 11 is out of range (allowed: 1..10)",
+        ),
         (["rerank", "--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
         (["rqa", "--systems", "bm25,bert"], "argument --systems: unknown bert (allowed: bm25, minilm"),
         (["rqa", "--subset", "0"], "argument --subset: 0 is out of range"),
@@ -76,8 +79,8 @@ def test_a_bad_value_is_one_line_and_exit_2(
         (["explain", "--seeds", "0"], "--seeds is read by stage rerank / beyond / explain_rate only"),
         (["rerank", "--experiment-seeds", "1"], "--experiment-seeds is read by stage beyond only"),
         (
-            ["relevance", "--negatives", "3"],
-            "--negatives is read by stage rerank / beyond / explain_rate only",
+            ["relevance", "--pseudo-negatives", "3"],
+            "--pseudo-negatives is read by stage rerank / beyond / explain_rate only",
         ),
         (["rerank", "--recipes", "listwise_3neg_all"], "--recipes is read by stage relevance only"),
         (["beyond", "--warm-frozen-layers", "4"], "--warm-frozen-layers is read by stage rerank only"),

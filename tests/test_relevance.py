@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 from pathlib import Path
 
@@ -230,3 +232,20 @@ def test_variant_epochs_are_declared_once_and_recorded_as_before() -> None:
     }
     assert {v.epochs for name, v in VARIANTS.items() if name not in RerankRunConfig().variant_epochs} == {2}
     assert set(VARIANTS["feedback_kl"].record()) == {"source", "loss", "start", "epochs", "seeds"}
+
+
+def test_a_recipe_recorded_under_the_old_short_names_matches_the_stage_config() -> None:
+    from fqa_analysis.core.results import relevance_recipes, stage_recipe
+    from fqa_analysis.stages.relevance import RECIPES
+
+    # the relevance stage's record as earlier versions wrote it, and as this one does
+    old = {"loss": "listwise", "negatives": 3, "domains": list(data.DOMAINS), "source": "minilm", "epochs": 1}
+    new = {**dataclasses.asdict(RECIPES["listwise_3neg_feedback"]), "fit_pairs": 8}
+    recipes = relevance_recipes({"recipes": {"listwise_3neg_all": old, "listwise_3neg_feedback": new}})
+    assert recipes["listwise_3neg_all"]["pseudo_negatives"] == 3
+    assert recipes["listwise_3neg_feedback"]["fit_pairs"] == 8
+    # the rerank stage's default configuration, as its manifest records it
+    config = json.loads(json.dumps(dataclasses.asdict(RerankRunConfig())))
+    assert stage_recipe(recipes, config) == "listwise_3neg_all"
+    two_epochs = {**config, "variant_epochs": {**config["variant_epochs"], "vanilla": 2}}
+    assert stage_recipe(recipes, two_epochs) is None

@@ -19,6 +19,7 @@ from fqa_analysis.errors import DataError, DataProblem
 
 __all__ = [
     "LATER_SETTINGS",
+    "RECIPE_SETTINGS",
     "RERANK_RUN_FIELDS",
     "comparable_config",
     "load_candidates",
@@ -26,9 +27,11 @@ __all__ = [
     "load_relevance_recipes",
     "load_stage",
     "load_table",
+    "relevance_recipes",
     "rerankers_current",
     "results_dir",
     "stage_cost",
+    "stage_recipe",
 ]
 
 
@@ -90,6 +93,47 @@ def load_relevance_recipes(results_dir: Path) -> pd.DataFrame:
             )
         )
     return frame
+
+
+#: The relevance model's settings a recipe sets, each under its one name (the rerank stage's config
+#: field and ``fqa run`` option), with the short name the relevance stage recorded before.
+RECIPE_SETTINGS: dict[str, str] = {
+    "relevance_loss": "loss",
+    "pseudo_negatives": "negatives",
+    "relevance_domains": "domains",
+    "negative_source": "source",
+    "relevance_epochs": "epochs",
+}
+
+
+def relevance_recipes(stage: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The relevance stage's recipe records (its manifest entry's ``recipes``), settings under one name.
+
+    Example:
+        >>> relevance_recipes({"recipes": {"r": {"loss": "listwise", "fit_pairs": 4}}})
+        {'r': {'relevance_loss': 'listwise', 'fit_pairs': 4}}
+    """
+    short = {old: new for new, old in RECIPE_SETTINGS.items()}
+    return {
+        name: {short.get(k, k): v for k, v in record.items()}
+        for name, record in stage.get("recipes", {}).items()
+    }
+
+
+def stage_recipe(recipes: dict[str, dict[str, Any]], rerank_config: dict[str, Any]) -> str | None:
+    """The recipe (of :func:`relevance_recipes`) whose settings are the rerank stage's configuration's.
+
+    Example:
+        >>> config = {"relevance_loss": "listwise", "pseudo_negatives": 3, "relevance_domains": ["A"],
+        ...     "negative_source": "minilm", "variant_epochs": {"vanilla": 1}}
+        >>> recipe = {"relevance_loss": "listwise", "pseudo_negatives": 3, "relevance_domains": ["A"],
+        ...     "negative_source": "minilm", "relevance_epochs": 1}
+        >>> stage_recipe({"a": recipe, "b": {**recipe, "pseudo_negatives": 1}}, config)
+        'a'
+    """
+    wanted = {k: rerank_config.get(k) for k in RECIPE_SETTINGS}
+    wanted["relevance_epochs"] = rerank_config.get("variant_epochs", {}).get("vanilla")
+    return next((name for name, r in recipes.items() if all(r.get(k) == v for k, v in wanted.items())), None)
 
 
 def load_manifest(results_dir: Path) -> dict[str, Any]:

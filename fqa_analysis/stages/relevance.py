@@ -49,24 +49,28 @@ __all__ = ["RECIPES", "Recipe", "RelevanceRunConfig", "eval_candidates", "run_re
 class Recipe:
     """One way to train the relevance model.
 
-    Its fields are those of :class:`~fqa_analysis.models.reranker.variants.RerankRunConfig` it sets.
+    Each field carries the name of the setting it sets everywhere: the
+    :class:`~fqa_analysis.models.reranker.variants.RerankRunConfig` field, the ``fqa run`` option
+    (``--relevance-loss``, ``--pseudo-negatives``, ...) and the manifest's record
+    (:data:`~fqa_analysis.core.results.RECIPE_SETTINGS`); ``relevance_epochs`` is ``vanilla``'s entry of
+    ``RerankRunConfig.variant_epochs``.
     """
 
-    loss: str
-    negatives: int
-    domains: tuple[str, ...]
-    source: str = "minilm"
-    epochs: int = 1
+    relevance_loss: str
+    pseudo_negatives: int
+    relevance_domains: tuple[str, ...]
+    negative_source: str = "minilm"
+    relevance_epochs: int = 1
 
     def apply(self, config: RerankRunConfig) -> RerankRunConfig:
         """``config`` with this recipe's relevance settings."""
         return replace(
             config,
-            relevance_loss=self.loss,
-            pseudo_negatives=self.negatives,
-            relevance_domains=self.domains,
-            negative_source=self.source,
-            variant_epochs={**config.variant_epochs, "vanilla": self.epochs},
+            relevance_loss=self.relevance_loss,
+            pseudo_negatives=self.pseudo_negatives,
+            relevance_domains=self.relevance_domains,
+            negative_source=self.negative_source,
+            variant_epochs={**config.variant_epochs, "vanilla": self.relevance_epochs},
         )
 
 
@@ -80,8 +84,8 @@ RECIPES: dict[str, Recipe] = {
     "pointwise_1neg_feedback": Recipe("pointwise", 1, data.FEEDBACK_DOMAINS),
     "listwise_1neg_feedback": Recipe("listwise", 1, data.FEEDBACK_DOMAINS),
     "listwise_3neg_feedback": Recipe("listwise", 3, data.FEEDBACK_DOMAINS),
-    "listwise_3neg_all_bm25": Recipe("listwise", 3, data.DOMAINS, source="bm25"),
-    "listwise_3neg_all_2ep": Recipe("listwise", 3, data.DOMAINS, epochs=2),
+    "listwise_3neg_all_bm25": Recipe("listwise", 3, data.DOMAINS, negative_source="bm25"),
+    "listwise_3neg_all_2ep": Recipe("listwise", 3, data.DOMAINS, relevance_epochs=2),
 }
 
 
@@ -204,7 +208,7 @@ def run_relevance(
     for name in config.recipes:
         recipe = RECIPES[name]
         fit, select = sets[name]
-        model = replace(config.rerank.model, epochs=recipe.epochs)
+        model = replace(config.rerank.model, epochs=recipe.relevance_epochs)
         with stage(timings, f"{name}/train"):
             trained = train_relevance(
                 fit, select, states, recipe.apply(config.rerank), config.seed, cache_root
