@@ -43,7 +43,8 @@ def main() -> None:
             enc = time.perf_counter() - t0
             t0 = time.perf_counter()
             examples = list(zip(ids, targets, strict=True))
-            weights, history = train_reranker(examples, examples[:64], states, config, seed=0)
+            run = train_reranker(examples, examples[:64], states, config, seed=0)
+            weights, history = run.weights, run.history
             train = time.perf_counter() - t0
             t0 = time.perf_counter()
             predict(weights, ids, states, config)

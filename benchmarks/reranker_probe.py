@@ -49,7 +49,9 @@ def main() -> None:
     for name in args.variants.split(","):
         fit, select = sets[name]
         t0 = time.perf_counter()
-        _, history = train_reranker(example_ids(fit, "kl"), example_ids(select, "kl"), states, config, seed=0)
+        history = train_reranker(
+            example_ids(fit, "kl"), example_ids(select, "kl"), states, config, seed=0
+        ).history
         kls = [round(e["select_kl"], 3) for e in history["epochs"]]
         print(
             f"{name}: held-out KL by epoch {kls} | {time.perf_counter() - t0:.0f} s | "

@@ -359,8 +359,8 @@ def test_a_warm_start_continues_from_the_given_weights(tmp_path: Path) -> None:
     other = _Top(config, seed=7)  # "vanilla": another initialisation of the head
     init = {k: v.detach().clone() for k, v in other.modules.state_dict().items()}
     frozen = RerankConfig(frozen_layers=5, epochs=1, bf16=False, lr=0.0)
-    warm, _ = train_reranker(examples, select, states, frozen, seed=0, init=init)
-    cold, _ = train_reranker(examples, select, states, frozen, seed=0)
+    warm = train_reranker(examples, select, states, frozen, seed=0, init=init).weights
+    cold = train_reranker(examples, select, states, frozen, seed=0).weights
     ids = ["a", "b", "c"]
     np.testing.assert_allclose(
         predict(warm, ids, states, config), predict(init, ids, states, config), atol=1e-6
@@ -420,7 +420,8 @@ def test_training_resumed_from_a_checkpoint_ends_with_the_weights_of_an_uninterr
     select = [("f", np.array([0.0, 0.0, 1.0, 0.0]))]
     # batch 2: three steps per epoch; dropout on, so the torch RNG state must be restored too
     config = RerankConfig(frozen_layers=5, epochs=2, batch_size=2, bf16=False, lr=1e-3)
-    whole, whole_history = train_reranker(examples, select, states, config, seed=0)
+    whole_run = train_reranker(examples, select, states, config, seed=0)
+    whole, whole_history = whole_run.weights, whole_run.history
     checkpoint = tmp_path / "checkpoint.pt"
     with pytest.raises(TrainingInterruptedError):
         train_reranker(
@@ -432,9 +433,12 @@ def test_training_resumed_from_a_checkpoint_ends_with_the_weights_of_an_uninterr
             checkpoint=TrainingCheckpoint(checkpoint, stop_after_steps=4),
         )
     assert torch.load(checkpoint, weights_only=False)["loop"]["step"] == 4
-    resumed, resumed_history = train_reranker(
+    resumed_run = train_reranker(
         examples, select, states, config, seed=0, checkpoint=TrainingCheckpoint(checkpoint)
     )
+    resumed, resumed_history = resumed_run.weights, resumed_run.history
+    # the kept epoch's selection scores survive the interruption too
+    np.testing.assert_array_equal(resumed_run.select_probs, whole_run.select_probs)
     assert resumed_history["steps"] == whole_history["steps"] == 6
     assert [e["select_kl"] for e in resumed_history["epochs"]] == [
         e["select_kl"] for e in whole_history["epochs"]

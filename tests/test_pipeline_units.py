@@ -290,3 +290,28 @@ def test_a_frozen_warm_start_computes_what_the_full_model_computes(tmp_path: Pat
     plain = predict(upper_layer_weights(weights, 4), ids, encode_pairs(pairs, frozen, tmp_path), frozen)
     assert np.abs(plain - expected).max() > 1e-3
     assert len(lower[1]) == 4 * len([k for k in weights if k.startswith("0.0.")])
+
+
+def test_training_keeps_its_selection_scores_so_no_stage_scores_those_pairs_again(tmp_path: Path) -> None:
+    from fqa_analysis.models.reranker.encoder import PairStates, RerankConfig
+    from fqa_analysis.models.reranker.network import predict
+    from fqa_analysis.models.reranker.scoring import has_scores, score_cached
+    from fqa_analysis.models.reranker.store import train_or_load
+
+    rng = np.random.default_rng(5)
+    ids = ["a", "b", "c", "d", "e"]
+    np.save(tmp_path / "hidden_0.npy", rng.normal(size=(5, 4, 384)).astype(np.float16))
+    np.save(tmp_path / "lengths_0.npy", np.array([4, 2, 3, 4, 1], dtype=np.int32))
+    states = PairStates(tmp_path, {pid: (0, i) for i, pid in enumerate(ids)}, 1)
+    examples = [(pid, np.eye(4)[i]) for i, pid in enumerate(ids[:3])]
+    select = [("d", np.array([0.0, 0.0, 1.0, 0.0])), ("e", np.array([0.5, 0.5, 0.0, 0.0]))]
+    config = RerankConfig(frozen_layers=5, epochs=2, bf16=False)
+    model = train_or_load("v", 0, examples, select, states, config, tmp_path / "cache")
+    assert not model.from_cache and not has_scores(model.folder)  # no stage has scored with it yet
+    probs, from_cache = score_cached(model.folder, model.weights, ["d", "e"], states, config)
+    # served from training's selection pass, the values the trained weights give
+    assert from_cache
+    np.testing.assert_allclose(probs, predict(model.weights, ["d", "e"], states, config), atol=1e-6)
+    # a pair outside the selection set is scored as before
+    _, from_cache = score_cached(model.folder, model.weights, ["a", "d"], states, config)
+    assert not from_cache and has_scores(model.folder)

@@ -13,7 +13,7 @@ import copy
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from tqdm import tqdm
@@ -28,6 +28,7 @@ __all__ = [
     "EXCELLENT",
     "N_CLASSES",
     "SCORE_BATCH",
+    "TrainingRun",
     "listwise_loss",
     "predict",
     "train_reranker",
@@ -85,6 +86,17 @@ class _Top:
         return self.head(self.dropout(pooled))
 
 
+class TrainingRun(NamedTuple):
+    """What :func:`train_reranker` returns."""
+
+    #: The state dict of the epoch kept (the lowest held-out KL).
+    weights: dict[str, Any]
+    #: Per epoch: mean training loss, held-out KL, seconds; ``best_select_kl``, ``steps``.
+    history: dict[str, Any]
+    #: The kept epoch's P_phi of the selection pairs, in their order.
+    select_probs: np.ndarray
+
+
 def train_reranker(
     examples: Sequence[tuple[str, np.ndarray]],
     select: Sequence[tuple[str, np.ndarray]],
@@ -94,7 +106,7 @@ def train_reranker(
     init: dict[str, Any] | None = None,
     groups: Sequence[Sequence[int]] | None = None,
     checkpoint: TrainingCheckpoint | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> TrainingRun:
     """Train one reranker on cached states; keep the epoch with the lowest held-out KL.
 
     Pointwise (``groups`` None): each batch is ``batch_size`` examples and the loss is the
@@ -122,7 +134,8 @@ def train_reranker(
             uninterrupted run.
 
     Returns:
-        ``(state_dict of the best epoch, history)``.
+        The best epoch's weights, the history and that epoch's P_phi of the selection pairs (the
+        selection pass scored them; stored, they are not scored again).
 
     Raises:
         TrainingInterruptedError: The checkpoint's ``stop_after_steps`` was reached.
@@ -152,12 +165,14 @@ def train_reranker(
     rng = np.random.default_rng([seed, 17])
     targets = np.stack([t for _, t in examples]).astype(np.float32)
     best: dict[str, Any] = {}
+    best_probs = np.zeros((0, N_CLASSES))
     history: list[dict[str, float]] = []
     best_kl, step, start_epoch = float("inf"), 0, 0
     checkpoint = checkpoint or TrainingCheckpoint(None)
     resume = checkpoint.restore(top.modules, optimizer, scheduler, rng)
     if resume is not None:
         best, history, best_kl = resume["best"], resume["history"], resume["best_kl"]
+        best_probs = resume.get("best_probs", best_probs)
         step, start_epoch = resume["step"], resume["epoch"]
     for epoch in range(start_epoch, config.epochs):
         if step >= total:
@@ -187,7 +202,7 @@ def train_reranker(
             step += 1
             if checkpoint.due(step):
                 loop = position(epoch, order, lo + per_batch, losses, t0)
-                loop.update(best=best, history=history, best_kl=best_kl, step=step)
+                loop.update(best=best, best_probs=best_probs, history=history, best_kl=best_kl, step=step)
                 checkpoint.save(step, top.modules, optimizer, scheduler, rng, loop)
         # the selection pass draws no random numbers: the RNG state after it is the one before it
         probs = _predict(top, [s for s, _ in select], states, config)
@@ -201,9 +216,9 @@ def train_reranker(
             }
         )
         if kl < best_kl:
-            best_kl = kl
+            best_kl, best_probs = kl, probs
             best = {k: v.detach().cpu().clone() for k, v in top.modules.state_dict().items()}
-    return best, {"epochs": history, "best_select_kl": best_kl, "steps": step}
+    return TrainingRun(best, {"epochs": history, "best_select_kl": best_kl, "steps": step}, best_probs)
 
 
 #: Column of Excellent in the head's output (labels ordered Bad .. Excellent).

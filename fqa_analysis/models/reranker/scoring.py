@@ -23,8 +23,10 @@ from fqa_analysis.models.reranker.network import SCORE_BATCH, predict
 __all__ = [
     "SCORES_FILE",
     "SCORE_CHUNK",
+    "SELECTION_FILE",
     "STORED_DECIMALS",
     "has_scores",
+    "remember_selection",
     "score_cached",
     "stored_probabilities",
 ]
@@ -53,6 +55,9 @@ def stored_probabilities(probs: np.ndarray) -> np.ndarray:
 
 #: File in a model's cache folder holding every pair id it has scored and its P_phi.
 SCORES_FILE = "scores.npz"
+#: File in a model's cache folder holding its selection pairs' P_phi, as training's selection pass
+#: scored them for the epoch kept (apart from ``scores.npz``, which holds what the stages scored).
+SELECTION_FILE = "selection_scores.npz"
 
 
 #: Pairs scored between two saves of ``scores.npz``: 64 whole batches of the model, about two
@@ -61,16 +66,31 @@ SCORE_CHUNK = 64 * SCORE_BATCH
 
 
 def _stored_scores(folder: Path) -> dict[str, np.ndarray]:
-    """The P_phi a model has stored for each pair id it scored (empty when none)."""
-    path = folder / SCORES_FILE
-    if not path.exists():
-        return {}
-    with np.load(path) as stored:
-        return dict(zip(stored["ids"].tolist(), stored["probs"], strict=True))
+    """The P_phi a model has stored for each pair id it scored, in training or after (empty when none)."""
+    known: dict[str, np.ndarray] = {}
+    for name in (SELECTION_FILE, SCORES_FILE):
+        path = folder / name
+        if path.exists():
+            with np.load(path) as stored:
+                known.update(zip(stored["ids"].tolist(), stored["probs"], strict=True))
+    return known
+
+
+def remember_selection(folder: Path, ids: Sequence[str], probs: np.ndarray) -> None:
+    """Store the P_phi training's selection pass gave the selection pairs, so none is scored again.
+
+    :func:`score_cached` serves them like any pair scored before (the beyond stage reads every
+    model's selection pairs); a pair keeps the value of the batch it was first scored in.
+    """
+    if len(ids):
+        atomic_write_npz(folder / SELECTION_FILE, ids=np.array(list(ids)), probs=probs.astype(np.float32))
 
 
 def has_scores(folder: Path) -> bool:
-    """Whether a model has scored any pair before (its ``scores.npz``)."""
+    """Whether a stage has scored any pair with a model before (its ``scores.npz``).
+
+    Training's selection scores do not count, so a first scoring pass is not taken for an extension.
+    """
     return (folder / SCORES_FILE).exists()
 
 

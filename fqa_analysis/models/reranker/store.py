@@ -29,6 +29,7 @@ from fqa_analysis.models.reranker.encoder import (
 from fqa_analysis.models.reranker.inputs import RerankInputs, example_ids, pseudo_pairs, variant_examples
 from fqa_analysis.models.reranker.network import CACHE_VERSION, train_reranker
 from fqa_analysis.models.reranker.pairs import RatedPair, question_groups
+from fqa_analysis.models.reranker.scoring import remember_selection
 from fqa_analysis.models.reranker.variants import RELEVANCE_SEED, VARIANTS, RerankRunConfig
 
 __all__ = [
@@ -107,7 +108,7 @@ def train_or_load(
     folder.mkdir(parents=True, exist_ok=True)
     # a run stopped mid-training resumes from its last checkpoint, to the same weights
     checkpoint = TrainingCheckpoint(folder / CHECKPOINT_FILE)
-    weights, history = train_reranker(
+    run = train_reranker(
         examples,
         select,
         states,
@@ -117,11 +118,13 @@ def train_or_load(
         groups=groups,
         checkpoint=checkpoint,
     )
-    torch.save(history, folder / "history.pt")
-    torch.save(weights, folder / "weights.tmp")
+    # the selection pass scored the selection pairs: kept, so that no stage scores them again
+    remember_selection(folder, [i for i, _ in select], run.select_probs)
+    torch.save(run.history, folder / "history.pt")
+    torch.save(run.weights, folder / "weights.tmp")
     (folder / "weights.tmp").replace(folder / "weights.pt")  # written last: marks the model done
     checkpoint.clear()
-    return TrainedModel(weights, history, folder, False)
+    return TrainedModel(run.weights, run.history, folder, False)
 
 
 def relevance_model(data_dir: Path, config: RerankRunConfig, seed: int, cache_root: Path) -> TrainedModel:
