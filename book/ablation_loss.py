@@ -198,7 +198,7 @@ if READY:
 # %% tags=["hide-input"]
 import numpy as np
 
-from fqa_analysis.core.ratings import LABELS, majority_label, rating_distribution
+from fqa_analysis.core.ratings import LABELS, majority_label, rating_prior
 from fqa_analysis.core.reranking import constant_rating_quality
 from fqa_analysis.models.reranker.pairs import feedback_item_sets
 
@@ -209,7 +209,7 @@ if READY:
         data.available_feedback(data_dir, "train"),
         data.available_feedback(data_dir, "valid"),
     )
-    prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
+    prior = rating_prior([it.ratings for it in fit_items])
     top = pd.Series([majority_label(it.ratings) for it in fit_items]).value_counts().idxmax()
     rows = {
         name: constant_rating_quality(row, items)

@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from fqa_analysis.core.compare import significance_counts
 from fqa_analysis.core.plots import plot_grouped_bars
 from fqa_analysis.core.report import breakable, comparison_table, mean_sd_table
 from fqa_analysis.core.reranking import score_ablation, score_outcomes, score_separation, seed_table
@@ -44,15 +45,13 @@ separation = score_separation(candidates)
 # Computed from `results/` when the book is built:
 
 # %% tags=["hide-input"]
-significant = ablation[ablation["p_holm"] < 0.05]
-better = significant[significant["delta"] > 0]
-worse = significant[significant["delta"] < 0]
+sig = significance_counts(ablation)
 hyb = ablation[ablation["rqa"] == "hybrid"].set_index("reranker")
 sep = separation[separation["rqa"] == "hybrid"].set_index("reranker")
 lines = [
-    f"E[y]/3 is significantly better than P(Excellent) in {len(better)} of {len(ablation)} (RQA, reranker) "
-    f"pairs, significantly worse in {len(worse)}, and not significantly different in "
-    f"{len(ablation) - len(significant)} (Holm-corrected p < 0.05); mean difference "
+    f"E[y]/3 is significantly better than P(Excellent) in {sig['better']} of {sig['rows']} (RQA, reranker) "
+    f"pairs, significantly worse in {sig['worse']}, and not significantly different in "
+    f"{sig['not significant']} (Holm-corrected p < 0.05); mean difference "
     f"{100 * ablation['delta'].mean():+.2f} points.",
     "On the hybrid RQA, E[y]/3 - P(Excellent) in points: "
     + "; ".join(f"{r} {100 * row['delta']:+.2f} (Holm p {row['p_holm']:.3g})" for r, row in hyb.iterrows())

@@ -25,7 +25,7 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.compare import ITEM_KEYS, compare
-from fqa_analysis.core.ratings import LABELS, item_ratings, mean_kl, rating_distribution
+from fqa_analysis.core.ratings import LABELS, item_ratings, mean_kl, rating_distribution, rating_prior
 from fqa_analysis.core.report import comparison_table, paper_shape_table, plus_minus
 from fqa_analysis.core.reranking import (
     compare_to_baseline,
@@ -117,7 +117,7 @@ if READY:
         data.available_feedback(data_dir, "valid"),
         stage["config"]["holdout"],
     )
-    prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
+    prior = rating_prior([it.ratings for it in fit_items])
     held_out = [
         it for it in select_items if any(e.strip() for e in it.explanations)
     ]  # the models' select set
@@ -161,7 +161,7 @@ if READY:
     def versus(r, form):
         """A form's accuracy against rate-only on RQA system r, with the paired difference."""
         row = d.loc[(r, form)]
-        return f"{r} {100 * row['mean']:.2f}% vs {100 * (row['mean'] - row['delta']):.2f}%, {delta(row)}"
+        return f"{r} {100 * row['mean']:.2f}% vs {100 * row['baseline_mean']:.2f}%, {delta(row)}"
 
     def quality_line(form):
         """Seed means of the four rating-quality measures: a form / rate-only."""

@@ -42,7 +42,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.core.compare import ITEM_KEYS, compare
+from fqa_analysis.core.compare import ITEM_KEYS, compare, significance_counts
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import NBSP, interval, plus_minus
@@ -182,7 +182,7 @@ if have("feedback_kl"):
     s = score.loc[(RQA, "feedback_kl")]
     answers.append(
         f"**Score: P(Excellent) or the expected rating?** E[y]/3 - P(Excellent) with the feedback reranker on "
-        f"{RQA}: {ci(s)}; significant in {(score['p_holm'] < 0.05).sum()} of {len(score)} (RQA, reranker) "
+        f"{RQA}: {ci(s)}; significant in {len(score) - significance_counts(score)['not significant']} of {len(score)} (RQA, reranker) "
         "pairs. See {doc}`ablation_score`."
     )
 else:

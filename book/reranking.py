@@ -25,9 +25,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
+from fqa_analysis.core.compare import significance_counts
+from fqa_analysis.core.paper import PAPER_GAINS, PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_gains
-from fqa_analysis.core.ratings import item_ratings, rating_distribution
+from fqa_analysis.core.ratings import item_ratings, rating_prior
 from fqa_analysis.core.report import (
     breakable,
     comparison_table,
@@ -43,6 +44,7 @@ from fqa_analysis.core.reranking import (
     feedback_pairs,
     freezing_effect,
     join_annotators,
+    model_kl,
     per_item_rating_scores,
     recipe_comparison,
     recipe_table,
@@ -97,7 +99,7 @@ rating_kl = per_item.groupby("reranker")["kl"].mean()
 fit_items, _ = feedback_item_sets(
     stage["protocol"], data.available_feedback(data_dir, "train"), data.available_feedback(data_dir, "valid")
 )
-prior = np.mean([rating_distribution(it.ratings) for it in fit_items], axis=0)
+prior = rating_prior([it.ratings for it in fit_items])
 prior_kl = constant_rating_quality(prior, items)["kl"]
 
 PAPER_COLUMNS = {
@@ -113,7 +115,7 @@ PAPER_KEYS = {
     "combined": "combined_reranker",
 }
 PAPER_ROW = {k: PAPER_OVERALL_ACCURACY[v] for k, v in PAPER_KEYS.items()}
-PAPER_GAIN = {k: PAPER_ROW[k] - PAPER_ROW["none"] for k in PAPER_KEYS if k != "none"}
+PAPER_GAIN = {k: PAPER_GAINS[v] for k, v in PAPER_KEYS.items() if k != "none"}
 FEEDBACK_PAIRS = feedback_pairs(present)
 over_qa = compare_family(rescored, FEEDBACK_PAIRS, commit=stage["git_commit"]) if FEEDBACK_PAIRS else None
 targets = rerank_targets(
@@ -214,11 +216,11 @@ if weak:
 if over_qa is not None:
     for system, _ in FEEDBACK_PAIRS:
         rows = over_qa.table.xs(system, level="reranker")
-        sig = rows[rows["p_holm"] < 0.05]
+        sig = significance_counts(rows)
         lines.append(
             f"**Does feedback add to QA data?** `{system}` against `vanilla` (the relevance model, QA data "
-            f"only): on {RQA} {change(rows.loc[RQA])}; significantly better on {int((sig['delta'] > 0).sum())} "
-            f"and significantly worse on {int((sig['delta'] < 0).sum())} of {len(rows)} RQA systems (Holm "
+            f"only): on {RQA} {change(rows.loc[RQA])}; significantly better on {sig['better']} "
+            f"and significantly worse on {sig['worse']} of {sig['rows']} RQA systems (Holm "
             f"over {over_qa.family_size}). The paper: {PAPER_GAIN[system] - PAPER_GAIN['vanilla']:+.2f}."
         )
 auc = quality.groupby("reranker", sort=False)["auc"].mean()
@@ -378,14 +380,7 @@ def mean_sd(series, digits, scale=1.0):
 order = {k: i for i, k in enumerate(RERANKERS[1:])}
 # one row per model (reranker, seed), rerankers in declaration order
 q = quality.sort_values("reranker", key=lambda r: r.map(order), kind="stable").set_index(["reranker", "seed"])
-seed_kl = join_annotators(load_table(RESULTS, "rating_predictions.parquet"), items)
-seed_kl = per_item_rating_scores(
-    seed_kl.assign(reranker=seed_kl["reranker"] + "/" + seed_kl["seed"].astype(str))
-)
-seed_kl = seed_kl.groupby("reranker")["kl"].mean()
-seed_kl.index = pd.MultiIndex.from_tuples(
-    [(name, int(seed)) for name, seed in seed_kl.index.str.split("/")], names=["reranker", "seed"]
-)
+seed_kl = model_kl(join_annotators(load_table(RESULTS, "rating_predictions.parquet"), items))
 names = list(dict.fromkeys(q.index.get_level_values("reranker")))
 separation = pd.DataFrame(
     {

@@ -226,7 +226,7 @@ display(Markdown(markdown_records(failures, "question", ["domain", "answered", "
 # Per step of `fqa run rqa` on this 2-core machine, from `results/manifest.json`: `compute_s` is what computing the step cost (carried over when a later run read it from the cache), `wall_s` the last run's time, `peak_rss_mb` the last run's peak memory.
 
 # %% tags=["hide-input"]
-print(f"whole stage: {timings['compute_s'].sum() / 60:.1f} min of compute")
+print(f"whole stage: {stage_cost(stage)[0]:.1f} min of compute")
 timings
 
 # %% tags=["hide-input"]

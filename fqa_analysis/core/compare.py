@@ -42,6 +42,7 @@ __all__ = [
     "compare",
     "estimate",
     "seed_mean",
+    "significance_counts",
     "wide_outcomes",
 ]
 
@@ -337,6 +338,23 @@ def compare(
         seeds="mean per question" if seeded else "none",
         commit=commit,
     )
+
+
+def significance_counts(table: pd.DataFrame, alpha: float = 0.05) -> dict[str, int]:
+    """How many rows of a comparison table are significantly better, worse, or neither (Holm p).
+
+    Example:
+        >>> t = pd.DataFrame({"delta": [0.2, -0.1, 0.3], "p_holm": [0.01, 0.02, 0.4]})
+        >>> significance_counts(t)
+        {'better': 1, 'worse': 1, 'not significant': 1, 'rows': 3}
+    """
+    significant = table["p_holm"] < alpha
+    return {
+        "better": int((significant & (table["delta"] > 0)).sum()),
+        "worse": int((significant & (table["delta"] < 0)).sum()),
+        "not significant": int((~significant).sum()),
+        "rows": len(table),
+    }
 
 
 def estimate(

@@ -35,6 +35,7 @@ __all__ = [
     "majority_label",
     "mean_kl",
     "rating_distribution",
+    "rating_prior",
     "rating_quality",
     "rating_value",
 ]
@@ -234,6 +235,19 @@ def macro_f1(true: Sequence[int], pred: Sequence[int], n_classes: int = len(LABE
             continue
         scores.append(2 * tp / (2 * tp + fp + fn))
     return float(np.mean(scores)) if scores else float("nan")
+
+
+def rating_prior(ratings: Sequence[Sequence[str]]) -> np.ndarray:
+    """The average rating distribution of items (each item's annotators weigh as one item).
+
+    What a model that learned nothing about the pair would predict: the constant every rating
+    model is judged against.
+
+    Example:
+        >>> rating_prior([("Bad", "Bad"), ("Excellent", "Acceptable")]).tolist()
+        [0.5, 0.0, 0.25, 0.25]
+    """
+    return np.asarray(np.mean([rating_distribution(r) for r in ratings], axis=0))
 
 
 def kl_rows(target: np.ndarray, predicted: np.ndarray) -> np.ndarray:

@@ -54,6 +54,7 @@ __all__ = [
     "feedback_pairs",
     "freezing_effect",
     "join_annotators",
+    "model_kl",
     "per_item_rating_scores",
     "pick_disagreement",
     "rating_quality_table",
@@ -468,6 +469,29 @@ def per_item_rating_scores(joined: pd.DataFrame) -> pd.DataFrame:
         .agg(unanimous=("unanimous", "first"), kl=("kl", "mean"), correct=("correct", "mean"))
         .reset_index()
     )
+
+
+def model_kl(joined: pd.DataFrame) -> pd.Series:
+    """Mean KL(annotators || P_phi) over feedback_test items of every model (reranker and seed).
+
+    Args:
+        joined: :func:`join_annotators` of ``rating_predictions.parquet``.
+
+    Returns:
+        Indexed by ``reranker, seed``, in order of first appearance.
+
+    Example:
+        >>> j = pd.DataFrame({"reranker": "x", "seed": [0, 1], "domain": "A", "item_id": 0,
+        ...     "p_bad": [0.5, 0.1], "p_could_be_improved": 0.0, "p_acceptable": 0.0,
+        ...     "p_excellent": [0.5, 0.9], "a_bad": 0.0, "a_could_be_improved": 0.0,
+        ...     "a_acceptable": 0.0, "a_excellent": 1.0, "majority": "Excellent", "unanimous": True})
+        >>> model_kl(j).round(4).tolist()  # ln 2, ln(1/0.9)
+        [0.6931, 0.1054]
+    """
+    pred = joined[RATING_COLUMNS].to_numpy(dtype=float)
+    ann = joined[["a_" + c[2:] for c in RATING_COLUMNS]].to_numpy(dtype=float)
+    frame = joined[["reranker", "seed"]].assign(kl=kl_rows(ann, pred))
+    return frame.groupby(["reranker", "seed"], sort=False)["kl"].mean()
 
 
 #: Columns of ``relevance_recipes.parquet`` that name one held-out question.

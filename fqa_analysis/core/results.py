@@ -32,6 +32,7 @@ __all__ = [
     "results_dir",
     "stage_cost",
     "stage_recipe",
+    "total_cost",
 ]
 
 
@@ -198,6 +199,19 @@ def stage_cost(stage: dict[str, Any]) -> tuple[float, float]:
     minutes = sum(float(t.get("compute_s", t["wall_s"])) for t in timings) / 60
     peak_mb = max(float(t.get("compute_peak_rss_mb", t.get("peak_rss_mb", 0.0))) for t in timings)
     return round(minutes, 2), round(peak_mb / 1024, 2)
+
+
+def total_cost(manifest: dict[str, Any]) -> tuple[dict[str, tuple[float, float]], float]:
+    """Every recorded stage's :func:`stage_cost`, and the sum of their minutes.
+
+    Example:
+        >>> m = {"stages": {"a": {"timings": {"x": {"wall_s": 60.0}}},
+        ...                 "b": {"timings": {"y": {"wall_s": 120.0}}}}}
+        >>> total_cost(m)
+        ({'a': (1.0, 0.0), 'b': (2.0, 0.0)}, 3.0)
+    """
+    costs = {name: stage_cost(entry) for name, entry in manifest["stages"].items() if entry.get("timings")}
+    return costs, round(sum(m for m, _ in costs.values()), 2)
 
 
 #: Settings of the rerank stage that only say which of its runs ran (variants, seeds, RQA systems
