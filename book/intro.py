@@ -62,7 +62,7 @@ from fqa_analysis.core.results import (
     load_stage,
     load_table,
     results_dir,
-    stage_cost,
+    total_cost,
 )
 
 RESULTS = results_dir()
@@ -264,18 +264,13 @@ if have(RATE_ONLY):
     )
 else:
     answers.append("**Explain, then rate?** " + pending(RATE_ONLY))
-manifest = load_manifest(RESULTS)
-costs = {
-    name: stage_cost(load_stage(RESULTS, name))
-    for name in ("rqa", "relevance", "rerank", "explain", "beyond", "explain_rate")
-    if name in manifest["stages"]
-}
+costs, total = total_cost(load_manifest(RESULTS))
 # the paper's explain-then-rate form recorded its models' training only (an interrupted run)
 paper_train = sum(h["train_s"] for h in load_stage(RESULTS, "explain_rate_paper")["histories"].values()) / 60
-total = sum(m for m, _ in costs.values()) + paper_train
+total += paper_train
 answers.append(
     f"**Cost of reproducing** on 2 CPU cores: {total / 60:.1f} hours of compute for the results present ("
-    + ", ".join(f"`{n}` {m:.0f} min" for n, (m, _) in costs.items())
+    + ", ".join(f"`{n}` {m:.0f} min" for n, (m, _) in costs.items() if n != "explain_rate_paper")
     + f", the paper's explain-then-rate form {paper_train:.0f} min of training, its scoring unrecorded), "
     f"at most {max(p for _, p in costs.values()):.1f} GiB of memory; the book itself builds from "
     "`results/` in minutes."
