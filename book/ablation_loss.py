@@ -43,20 +43,23 @@ from fqa_analysis.core.reranking import (
     score_outcomes,
 )
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
+from fqa_analysis.models.reranker.variants import VARIANTS as DECLARED
 
 RESULTS = results_dir()
 stage = load_stage(RESULTS, "rerank")
-VARIANTS = list(stage["config"]["variants"])
-LOSSES = [v for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v in VARIANTS]
+ALL_LOSSES = ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority")
+# what this results folder holds (any subset of the variants and seeds), in the stage's order
+PRESENT = set(load_table(RESULTS, "rating_predictions.parquet")["reranker"])
+VARIANTS = [v for v in DECLARED if v in PRESENT]
+LOSSES = [v for v in ALL_LOSSES if v in PRESENT]
+ABSENT = [v for v in ALL_LOSSES if v not in PRESENT]
 # the ablation compares KL with at least one cross-entropy loss; until one is in results/ it says so
 READY = "feedback_kl" in LOSSES and len(LOSSES) >= 2
 WAITING = Markdown(
-    "*Not computed yet: the loss ablation compares `feedback_kl` with the cross-entropy losses; "
-    + ", ".join(
-        f"`{v}`" for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v not in LOSSES
-    )
-    + " not in `results/` yet (`fqa run rerank --variants "
-    + ",".join(v for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority") if v not in LOSSES)
+    "*Not computed: the loss ablation compares `feedback_kl` with the cross-entropy losses; "
+    + ", ".join(f"`{v}`" for v in ABSENT)
+    + " not in this results folder (`fqa run rerank --variants "
+    + ",".join(ABSENT)
     + "` adds them). The sections below fill in when they are there.*"
 )
 print("losses present: " + (", ".join(LOSSES) or "none"))
@@ -114,16 +117,7 @@ if READY:
             for v in LOSSES
         )
         + ")"
-        + (
-            ""
-            if len(LOSSES) == 3
-            else "; not yet in `results/`: "
-            + ", ".join(
-                f"`{v}`"
-                for v in ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority")
-                if v not in LOSSES
-            )
-        )
+        + ("" if len(LOSSES) == 3 else "; not in this results folder: " + ", ".join(f"`{v}`" for v in ABSENT))
         + ".",
         "On feedback_test (seed means): "
         + "; ".join(

@@ -298,6 +298,47 @@ def test_ablation_notebooks_run_on_another_results_folder(
     assert _outputs(nb) and _outputs(nb) != _outputs(stored)
 
 
+@pytest.mark.parametrize("page", ["reranking", "ablation_loss"])
+def test_chapters_run_on_a_results_folder_holding_a_subset(
+    smoke_run: tuple[Path, Path, float], page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rerun is what a user makes it: two losses on two RQA systems; the page says what it lacks."""
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    out, _, _ = smoke_run
+    subset = tmp_path / "results"
+    shutil.copytree(out, subset)
+    kept = {"feedback_kl", "feedback_ce_majority"}
+    rows = pd.read_parquet(subset / "candidates.parquet")
+    rows = rows[
+        (rows["reranker"] == "none") | (rows["reranker"].isin(kept) & rows["rqa"].isin(["bm25", "hybrid"]))
+    ]
+    rows.to_parquet(subset / "candidates.parquet")
+    predictions = pd.read_parquet(subset / "rating_predictions.parquet")
+    predictions[predictions["reranker"].isin(kept)].to_parquet(subset / "rating_predictions.parquet")
+    monkeypatch.setenv("FQA_RESULTS_DIR", str(subset))
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "book" / f"{page}.ipynb", as_version=4)
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises CellExecutionError on any failing cell
+    if page == "ablation_loss":
+        assert "not in this results folder: `feedback_ce_annotator`" in _outputs(nb) + _markdown_outputs(nb)
+
+
+def _markdown_outputs(nb: Any) -> str:
+    """The Markdown a notebook's code cells displayed."""
+    return "\n".join(
+        str(o.get("data", {}).get("text/markdown", ""))
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    )
+
+
 def test_relevance_recipes_share_one_held_out_set(smoke_run: tuple[Path, Path, float]) -> None:
     out, _, _ = smoke_run
     rows = pd.read_parquet(out / "relevance_recipes.parquet")
