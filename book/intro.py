@@ -30,12 +30,9 @@
 # questions and seeds, so that "no effect" can be told from "too little data".
 
 # %% [markdown]
-# ## At a glance
+# ## In short
 #
-# Computed from `results/` when the book is built; each line links to the chapter with the evidence.
-# Accuracy is overall accuracy@1 on the four feedback domains' test questions (micro), our numbers the
-# mean over the seeds each reranker has (± sd where it has several; the `seeds` column); Δ is the
-# paired-bootstrap difference with its 95% CI (unadjusted) and Holm-corrected p (B = 10,000).
+# Computed from `results/` when the book is built (the evidence is in the sections below and the chapters).
 
 # %% tags=["hide-input"]
 import pandas as pd
@@ -44,13 +41,15 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.compare import ITEM_KEYS, compare, significance_counts
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
-from fqa_analysis.core.ratings import item_ratings
+from fqa_analysis.core.ratings import item_ratings, rating_prior
 from fqa_analysis.core.report import NBSP, interval, plus_minus
 from fqa_analysis.core.reranking import (
     compare_family,
     compare_to_baseline,
+    constant_rating_quality,
     feedback_pairs,
     join_annotators,
+    model_kl,
     per_item_rating_scores,
     score_ablation,
     score_outcomes,
@@ -64,6 +63,7 @@ from fqa_analysis.core.results import (
     results_dir,
     total_cost,
 )
+from fqa_analysis.models.reranker.pairs import feedback_item_sets
 
 RESULTS = results_dir()
 RQA = "hybrid"  # the best RQA system here (see the retrieval chapter)
@@ -122,6 +122,64 @@ for reranker, (label, key) in PAPER.items():
         )
         row["p (Holm)"] = f"{g['p_holm']:.2g}"
     rows[label] = row
+# the plain answers, from the same comparisons as the chapters
+data_dir = data.resolve_data_dir(None)
+test_items = item_ratings(data.feedback_frame(data.available_feedback(data_dir, "test")))
+predictions = load_table(RESULTS, "rating_predictions.parquet")
+fed = gains.drop(index=[r for r in ("vanilla",) if r in gains.index])
+pairs = feedback_pairs(PRESENT)
+if pairs:
+    # the reranking chapter's family: the paper's claim on every rescored RQA, one Holm over it
+    rescored_systems = set(candidates.loc[candidates["reranker"] != "none", "rqa"])
+    claim = compare_family(score_outcomes(candidates[candidates["rqa"].isin(rescored_systems)]), pairs)
+short = []
+if len(fed):
+    top = fed["delta"].astype(float).idxmax()
+    helped = fed.loc[top, "p_holm"] < 0.05 and fed.loc[top, "delta"] > 0
+    short.append(
+        f"User feedback {'made' if helped else 'did not make'} the QA system measurably more accurate here. "
+        f"On the strongest retrieval system ({RQA}, {100 * overall.loc['none', 'mean']:.1f}% of the test "
+        f"questions answered correctly alone), the best reranker trained on feedback changes accuracy by "
+        f"{100 * fed.loc[top, 'delta']:+.2f} points ({'significant' if helped else 'not significant'} once "
+        f"corrected for the {len(gains)} rerankers tried); the paper reports "
+        f"{PAPER_OVERALL_ACCURACY['combined_reranker'] - PAPER_OVERALL_ACCURACY['rqa_alone']:+.2f} with its "
+        "larger models."
+    )
+if pairs and "vanilla" in gains.index:
+    rows_claim = claim.table.xs(RQA, level="rqa")
+    adds = significance_counts(claim.table)
+    short.append(
+        f"A reranker trained on QA data alone (the relevance model, no feedback) changes it by "
+        f"{100 * gains.loc['vanilla', 'delta']:+.2f} points; continuing it on the feedback changes that by "
+        + " and ".join(f"{100 * rows_claim.loc[s, 'delta']:+.2f} (`{s}`)" for s, _ in pairs)
+        + f" on {RQA}, and is significantly better on {adds['better']} and worse on {adds['worse']} of the "
+        f"{adds['rows']} (RQA, reranker) comparisons."
+    )
+if "feedback_kl" in set(predictions["reranker"]):
+    fit_items, _ = feedback_item_sets(
+        load_stage(RESULTS, "rerank")["protocol"],
+        data.available_feedback(data_dir, "train"),
+        data.available_feedback(data_dir, "valid"),
+    )
+    prior_kl = constant_rating_quality(rating_prior([it.ratings for it in fit_items]), test_items)["kl"]
+    kl_feedback = model_kl(join_annotators(predictions, test_items)).loc["feedback_kl"].mean()
+    short.append(
+        f"What the feedback does teach the reranker is how people rate answers: its predicted "
+        f"ratings are {'closer to' if kl_feedback < prior_kl else 'no closer to'} the annotators' than "
+        f"always predicting the average training rating (KL {kl_feedback:.3f} against {prior_kl:.3f} nats, "
+        "lower is better)."
+    )
+display(Markdown(" ".join(short) if short else pending("feedback_kl")))
+
+# %% [markdown]
+# ## At a glance
+#
+# Each line links to the chapter with the evidence. Accuracy is overall accuracy@1 on the four feedback
+# domains' test questions (micro), our numbers the mean over the seeds each reranker has (± sd where it
+# has several; the `seeds` column); Δ is the paired-bootstrap difference with its 95% CI (unadjusted)
+# and Holm-corrected p (B = 10,000).
+
+# %% tags=["hide-input"]
 print(
     f"RQA: the paper's BERT poly-encoder; ours the {RQA} system (fine-tuned MiniLM + BM25); Holm over the "
     f"{len(gains)} reranker{'s' if len(gains) > 1 else ''} on {RQA}"
@@ -130,8 +188,6 @@ display(pd.DataFrame(rows).T.rename_axis("system"))
 
 # %% tags=["hide-input"]
 # one-line answers: the same functions the chapters call
-test_items = item_ratings(data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test")))
-predictions = load_table(RESULTS, "rating_predictions.parquet")
 LOSSES = ["feedback_kl", "feedback_ce_annotator", "feedback_ce_majority"]
 
 
@@ -147,7 +203,6 @@ paper_gain = PAPER_OVERALL_ACCURACY["combined_reranker"] - PAPER_OVERALL_ACCURAC
 answers = []
 # the question is about feedback: the best reranker trained on it, with the relevance model (QA data
 # only, no feedback) as the reference it continues from
-fed = gains.drop(index=[r for r in ("vanilla",) if r in gains.index])
 if len(fed):
     best = fed["delta"].astype(float).idxmax()
     improved = fed.loc[best, "p_holm"] < 0.05 and fed.loc[best, "delta"] > 0
@@ -162,13 +217,7 @@ if len(fed):
             f" The relevance model it continues from (QA data, no feedback) changes it by "
             f"{ci(gains.loc['vanilla'])}."
         )
-    pairs = feedback_pairs(PRESENT)
     if pairs:
-        # the reranking chapter's family: the paper's claim on every rescored RQA, one Holm over it
-        rescored = candidates[
-            candidates["rqa"].isin(set(candidates.loc[candidates["reranker"] != "none", "rqa"]))
-        ]
-        claim = compare_family(score_outcomes(rescored), pairs)
         shown = "; ".join(f"`{s}` {ci(claim.table.loc[(RQA, s)])}" for s, _ in pairs)
         line += (
             f" What the feedback adds to QA data, against the relevance model on {RQA} (Holm over the "
