@@ -199,19 +199,25 @@ if CURRENT:
 if CURRENT:
     transfer = transfer_outcomes(outcomes)
     CONTROL = "size-matched control"
+    # one test per domain (the leave-out run against its control), Holm over the four domains
+    OWN = [("without own domain", CONTROL)]
+    FAMILY = "without own domain vs size-matched control, in each domain"
     qa_cmp = compare(
-        transfer, system="training", baseline=CONTROL, within=["domain"], commit=stage["git_commit"]
+        transfer,
+        system="training",
+        pairs=OWN,
+        within=["domain"],
+        describe=FAMILY,
+        commit=stage["git_commit"],
     )
     order = list(TRANSFER_RUNS.values())
 
-    def run_means(cmp):
-        """Per domain (rows), every run's mean (columns), the control's included."""
-        t = cmp.table.reset_index()
-        means = t.pivot_table(index="domain", columns="training", values="mean", sort=False)
-        means[CONTROL] = t.groupby("domain", sort=False)["baseline_mean"].first()
-        return means.sort_index()
+    def run_means(frame, value="correct"):
+        """Per domain (rows), every run's mean (columns) over the domain's own questions or items."""
+        means = estimate(frame, ["domain", "training"], value=value)
+        return means.pivot(index="domain", columns="training", values="mean").sort_index()
 
-    qa = run_means(qa_cmp)[order] * 100
+    qa = run_means(transfer)[order] * 100
     own = qa_cmp.table.xs("without own domain", level="training")
     qa["leave-out - control"] = 100 * own["delta"]
     qa["95% CI"] = [
@@ -246,12 +252,13 @@ if CURRENT:
     kl_t = compare(
         item_transfer,
         system="training",
-        baseline=CONTROL,
+        pairs=OWN,
         within=["domain"],
+        describe=FAMILY,
         value="kl",
         commit=stage["git_commit"],
     )
-    kl_tab = run_means(kl_t)[order[1:]]
+    kl_tab = run_means(item_transfer, "kl")[order[1:]]
     own_kl = kl_t.table.xs("without own domain", level="training")
     kl_tab["leave-out - control"] = own_kl["delta"]
     kl_tab["95% CI"] = [
