@@ -31,7 +31,7 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.compare import compare
-from fqa_analysis.core.plots import plot_grouped_bars, plot_reliability
+from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import breakable, comparison_table, plus_minus
 from fqa_analysis.core.reranking import (
@@ -193,7 +193,7 @@ if READY:
 import numpy as np
 
 from fqa_analysis.core.ratings import LABELS, majority_label, rating_prior
-from fqa_analysis.core.reranking import constant_rating_quality
+from fqa_analysis.core.reranking import constant_quality_by_subset, constant_rating_quality
 from fqa_analysis.models.reranker.pairs import feedback_item_sets
 
 if READY:
@@ -216,7 +216,7 @@ if READY:
     display(pd.DataFrame(rows).T.round(3).rename(columns=HEADERS).rename_axis("constant predictor"))
 
 
-# %% mystnb={"figure": {"caption": "Rating quality on feedback_test per training loss, on all items and by annotator agreement; bars are seed means, error bars the sd over seeds. Left: KL from the annotators' distribution to P_phi (lower is better); right: share of items whose argmax is the majority label."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Rating quality on feedback_test per training loss, on all items and by annotator agreement; bars are seed means, error bars the sd over seeds; the dashed line is the training prior predicted for every item. Left: KL from the annotators' distribution to P_phi (lower is better); right: share of items whose argmax is the majority label."}} tags=["hide-input"]
 if READY:
     means = quality.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
@@ -229,7 +229,11 @@ if READY:
                 "sd": means[(metric, "std")].to_numpy(),
             }
         )
-        plot_grouped_bars(frame, "subset", "reranker", metric, error="sd", ax=ax, legend=metric == "accuracy")
+        plot_grouped_bars(frame, "subset", "reranker", metric, error="sd", ax=ax, legend=False)
+        # what the curves are judged against: the training prior predicted for every item
+        constant = constant_quality_by_subset(prior, items).reindex(list(dict.fromkeys(frame["subset"])))
+        mark_group_levels(ax, constant[metric].tolist(), "training prior (constant)")
+    axes[1].legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes[0].set_ylabel("KL(annotators || P_phi), nats (lower is better)")
     axes[1].set_ylabel("argmax = majority label")
     plt.tight_layout()
@@ -270,9 +274,9 @@ if READY:
 
 # %% mystnb={"figure": {"caption": "Reliability of P(Excellent) on feedback_test per reranker variant (all seeds pooled): predicted P(Excellent) against the share of annotators who said Excellent, 10 equal-width bins, point size by items; the title gives the seed-mean ECE."}} tags=["hide-input"]
 if READY:
-    # four panels a row, so that each stays readable at page width
-    n_rows = (len(VARIANTS) + 3) // 4
-    fig, axes = plt.subplots(n_rows, 4, figsize=(13, 3.6 * n_rows), squeeze=False)
+    # three panels a row, so that each stays readable at page width
+    n_rows = (len(VARIANTS) + 2) // 3
+    fig, axes = plt.subplots(n_rows, 3, figsize=(11, 3.9 * n_rows), squeeze=False)
     for ax in axes.flat[len(VARIANTS) :]:
         ax.set_visible(False)
     for ax, variant in zip(axes.flat, VARIANTS, strict=False):
@@ -287,6 +291,8 @@ if READY:
         )
         ece = quality[(quality["reranker"] == variant) & (quality["subset"] == "all")]["ece_excellent"]
         ax.set_title(f"{variant}\nECE {ece.mean():.3f}", fontsize="small")
+        if ax.get_legend() is not None:  # one curve a panel: the title names it
+            ax.get_legend().remove()
     plt.tight_layout()
     plt.show()
 

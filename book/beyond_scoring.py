@@ -285,8 +285,12 @@ W = np.round(np.arange(0, 1.0001, 0.05), 2)
 curve = weight_curve(candidates, W)
 means = curve.groupby(["rqa", "reranker", "w"], sort=False)["correct"].mean().reset_index()
 hybrid_ci = estimate(curve[curve["rqa"] == "hybrid"], ["reranker", "w"])
-fig, axes = plt.subplots(1, len(SYSTEMS), figsize=(4 * len(SYSTEMS), 3.5), sharey=False)
-for ax, rqa in zip(np.atleast_1d(axes), SYSTEMS, strict=True):
+# two panels a row, so that each reads at page width
+n_rows = (len(SYSTEMS) + 1) // 2
+fig, axes = plt.subplots(n_rows, 2, figsize=(11, 3.8 * n_rows), sharey=False, squeeze=False)
+for ax in axes.flat[len(SYSTEMS) :]:
+    ax.set_visible(False)
+for ax, rqa in zip(axes.flat, SYSTEMS, strict=False):
     if rqa == "hybrid":
         plot_lines(hybrid_ci, "w", "mean", "reranker", "ci_low", "ci_high", ax=ax)
     else:
@@ -294,7 +298,7 @@ for ax, rqa in zip(np.atleast_1d(axes), SYSTEMS, strict=True):
     ax.axvline(0.5, color="grey", linestyle=":", linewidth=1)
     ax.set_title(rqa)
     ax.set_ylabel("accuracy@1 (overall, micro)")
-for ax in np.atleast_1d(axes)[:-1]:
+for ax in list(axes.flat)[: len(SYSTEMS) - 1]:
     ax.get_legend().remove()
 plt.tight_layout()
 plt.show()

@@ -25,7 +25,12 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core import ratings
-from fqa_analysis.core.plots import plot_agreement, plot_explanation_lengths, plot_label_distribution
+from fqa_analysis.core.plots import (
+    AGREEMENT_MEASURES,
+    plot_agreement,
+    plot_explanation_lengths,
+    plot_label_distribution,
+)
 from fqa_analysis.data.check import check_data
 
 pd.set_option("display.max_colwidth", 200)
@@ -113,8 +118,13 @@ ratings.label_distribution(feedback).round(3).rename(columns={"n": "ratings"})
 agree.set_index(["domain", "split"]).round(3)
 
 # %% mystnb={"figure": {"caption": "Agreement per domain and split: unanimous share, pairwise agreement and Krippendorff's ordinal alpha."}} tags=["hide-input"]
-plot_agreement(agree)
-plt.title("Agreement per domain and split")
+# one panel per measure, stacked, so each reads at page width
+fig, axes = plt.subplots(3, 1, figsize=(8, 8.4), sharex=True)
+for ax, measure in zip(axes, AGREEMENT_MEASURES, strict=True):
+    plot_agreement(agree, ax=ax, measure=measure)
+    if ax is not axes[0]:
+        ax.get_legend().remove()
+plt.tight_layout()
 plt.show()
 
 # %% [markdown]

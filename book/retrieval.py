@@ -197,9 +197,13 @@ if hybrid:
 # Reliability of the top-1 `P_theta` on the **test** questions at the fitted temperature (points sized by the number of questions in the bin; the diagonal is perfect calibration):
 
 # %% mystnb={"figure": {"caption": "Reliability of the top-1 P_theta on the feedback domains' test questions at the fitted temperature, per RQA system; points sized by questions per bin, the diagonal is perfect calibration."}} tags=["hide-input"]
-fig, axes = plt.subplots(1, len(SYSTEMS), figsize=(4 * len(SYSTEMS), 4))
+# two panels a row, so that ticks and titles read at page width
+n_rows = (len(SYSTEMS) + 1) // 2
+fig, axes = plt.subplots(n_rows, 2, figsize=(9, 4.2 * n_rows), squeeze=False)
+for ax in axes.flat[len(SYSTEMS) :]:
+    ax.set_visible(False)
 top1 = rqa_rows[(rqa_rows["rqa_rank"] == 1) & rqa_rows["domain"].isin(data.FEEDBACK_DOMAINS)]
-for ax, name in zip(axes, SYSTEMS, strict=True):
+for ax, name in zip(axes.flat, SYSTEMS, strict=False):
     sub = top1[top1["rqa"] == name]
     plot_reliability(sub["p_rqa"].to_numpy(), sub["is_gold"].to_numpy(), name, ax=ax)
     ece = expected_calibration_error(sub["p_rqa"].to_numpy(), sub["is_gold"].to_numpy())

@@ -17,8 +17,10 @@ from matplotlib.axes import Axes
 from fqa_analysis.core.ratings import LABELS, explanation_lengths, label_distribution
 
 __all__ = [
+    "AGREEMENT_MEASURES",
     "OKABE_ITO",
     "RATING_COLORS",
+    "mark_group_levels",
     "plot_agreement",
     "plot_explanation_lengths",
     "plot_gains",
@@ -105,12 +107,21 @@ def plot_label_distribution(
     return ax
 
 
-def plot_agreement(agreement: pd.DataFrame, ax: Axes | None = None) -> Axes:
-    """Krippendorff's ordinal alpha per domain, one bar per split.
+#: The agreement measures :func:`plot_agreement` can draw, with their axis labels.
+AGREEMENT_MEASURES: dict[str, str] = {
+    "unanimous": "share of items unanimous",
+    "pairwise": "share of annotator pairs agreeing",
+    "alpha_ordinal": "Krippendorff's alpha (ordinal)",
+}
+
+
+def plot_agreement(agreement: pd.DataFrame, ax: Axes | None = None, measure: str = "alpha_ordinal") -> Axes:
+    """One agreement measure per domain, one bar per split.
 
     Args:
         agreement: Output of :func:`~fqa_analysis.core.ratings.agreement` grouped by domain and split.
         ax: Axes to draw on; a new figure when None.
+        measure: A column of ``agreement``, one of :data:`AGREEMENT_MEASURES`.
     """
     ax = _axes(ax, (7, 3.2))
     domains = list(dict.fromkeys(agreement["domain"]))
@@ -119,11 +130,11 @@ def plot_agreement(agreement: pd.DataFrame, ax: Axes | None = None) -> Axes:
     for j, split in enumerate(splits):
         sub = agreement[agreement["split"] == split].set_index("domain").reindex(domains)
         x = np.arange(len(domains)) + (j - (len(splits) - 1) / 2) * width
-        ax.bar(x, sub["alpha_ordinal"], width, label=split, color=OKABE_ITO[j])
+        ax.bar(x, sub[measure], width, label=split, color=OKABE_ITO[j])
     ax.set_xticks(np.arange(len(domains)), domains)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_ylabel("Krippendorff's alpha (ordinal)")
-    ax.legend(title="split", frameon=False)
+    ax.set_ylabel(AGREEMENT_MEASURES[measure])
+    ax.legend(title="split", frameon=False, fontsize="small")
     return ax
 
 
@@ -246,6 +257,22 @@ def plot_grouped_bars(
     ax.set_ylabel(value)
     if legend:
         ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax
+
+
+def mark_group_levels(ax: Axes, levels: Sequence[float], label: str, width: float = 0.8) -> Axes:
+    """A dashed level across each group of :func:`plot_grouped_bars` (e.g. a constant baseline).
+
+    Args:
+        ax: The grouped bars' axes.
+        levels: One value per group, in the groups' order.
+        label: The legend entry (drawn once).
+        width: The span of a group's bars.
+    """
+    for i, level in enumerate(levels):
+        # "_" names hide the repeats from the legend: one entry for all groups
+        ax.hlines(level, i - width / 2, i + width / 2, colors="black", linestyles="--", linewidth=1.2,
+                  label=label if i == 0 else f"_{label}")  # fmt: skip
     return ax
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "auc",
     "compare_family",
     "compare_to_baseline",
+    "constant_quality_by_subset",
     "constant_rating_quality",
     "feedback_pairs",
     "freezing_effect",
@@ -394,6 +395,16 @@ def join_annotators(predictions: pd.DataFrame, items: pd.DataFrame) -> pd.DataFr
 def _subsets(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     unanimous = frame["unanimous"].astype(bool)
     return {"all": frame, "unanimous": frame[unanimous], "disagree": frame[~unanimous]}
+
+
+def constant_quality_by_subset(distribution: Sequence[float], items: pd.DataFrame) -> pd.DataFrame:
+    """:func:`constant_rating_quality` on every agreement subset (:data:`AGREEMENT_SUBSETS`).
+
+    Returns:
+        One row per subset (index ``subset``), the columns of :func:`constant_rating_quality`.
+    """
+    rows = {name: constant_rating_quality(distribution, part) for name, part in _subsets(items).items()}
+    return pd.DataFrame(rows).T.rename_axis("subset")
 
 
 def constant_rating_quality(distribution: Sequence[float], items: pd.DataFrame) -> dict[str, float]:
