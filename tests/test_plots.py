@@ -32,3 +32,20 @@ def test_plot_gains_one_panel_per_rqa_with_points_cis_and_the_papers_marks() -> 
     assert diamonds == [[3.22, 0.0]]
     assert [t.get_text() for t in axes[0].get_yticklabels()] == ["vanilla", "combined"]
     plt.close("all")
+
+
+def test_grouped_bars_keep_the_legend_off_the_bars_and_levels_span_each_group() -> None:
+    from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars
+
+    frame = pd.DataFrame({"g": ["a", "a", "b", "b"], "s": ["x", "y", "x", "y"], "v": [1.0, 2.0, 3.0, 4.0]})
+    ax = plot_grouped_bars(frame, "g", "s", "v")
+    legend = ax.get_legend()
+    # anchored at the axes' right edge, outside the plotting area
+    assert legend is not None and legend.get_bbox_to_anchor().bounds[0] > ax.get_window_extent().x0
+    mark_group_levels(ax, [1.5, 3.5], "prior")
+    segments = [c for c in ax.collections if c.get_label() in ("prior", "_prior")]
+    spans = [seg.get_segments()[0].tolist() for seg in segments]
+    assert spans == [[[-0.4, 1.5], [0.4, 1.5]], [[0.6, 3.5], [1.4, 3.5]]]
+    assert [c.get_label() for c in segments] == ["prior", "_prior"]  # one legend entry
+    assert not plot_grouped_bars(frame, "g", "s", "v", ax=plt.figure().gca(), legend=False).get_legend()
+    plt.close("all")

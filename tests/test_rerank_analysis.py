@@ -258,3 +258,27 @@ def test_the_papers_gains_are_its_rerankers_over_its_rqa() -> None:
 
     # Table of reranking results: 64.75 alone; 66.59, 65.98, 67.97 reranked
     assert PAPER_GAINS == {"feedback_reranker": 1.84, "vanilla_reranker": 1.23, "combined_reranker": 3.22}
+
+
+def test_a_constant_prediction_is_scored_on_every_agreement_subset() -> None:
+    from fqa_analysis.core.reranking import constant_quality_by_subset
+
+    # two items: one unanimous Excellent, one split Bad / Excellent
+    items = pd.DataFrame(
+        {
+            "domain": "A",
+            "item_id": [0, 1],
+            "p_bad": [0.0, 0.5],  # item_ratings' annotator shares
+            "p_could_be_improved": 0.0,
+            "p_acceptable": 0.0,
+            "p_excellent": [1.0, 0.5],
+            "majority": ["Excellent", "Bad"],
+            "unanimous": [True, False],
+        }
+    )
+    table = constant_quality_by_subset([0.5, 0.0, 0.0, 0.5], items)
+    assert list(table.index) == ["all", "unanimous", "disagree"]
+    # KL(target || constant): ln 2 for the unanimous item, 0 for the split one
+    assert table.loc["unanimous", "kl"] == pytest.approx(np.log(2))
+    assert table.loc["disagree", "kl"] == pytest.approx(0.0, abs=1e-9)
+    assert table.loc["all", "kl"] == pytest.approx(np.log(2) / 2)
