@@ -21,7 +21,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["bleu", "corpus_bleu", "lcs_length", "leave_one_out", "loo_score", "rouge_l", "tokens"]
+__all__ = [
+    "bleu",
+    "corpus_bleu",
+    "distinct_share",
+    "lcs_length",
+    "leave_one_out",
+    "loo_score",
+    "opening_shares",
+    "rouge_l",
+    "tokens",
+]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -113,3 +123,33 @@ def loo_score(
     """
     pairs = leave_one_out(explanations)
     return sum(metric(candidate, refs) for _, refs in pairs) / len(pairs)
+
+
+def distinct_share(texts: Sequence[str]) -> float:
+    """The share of texts that are distinct (1.0: no text repeats; an empty list gives 0).
+
+    Example:
+        >>> distinct_share(["a b", "a b", "c", "d"])
+        0.75
+    """
+    return len(set(texts)) / len(texts) if len(texts) else 0.0
+
+
+def opening_shares(texts: Sequence[str], words: int = 2, k: int = 3) -> list[tuple[str, float]]:
+    """The ``k`` most frequent openings (first ``words`` :func:`tokens`) and the share of texts each opens.
+
+    Ties are broken by the opening's text, so the list does not depend on the texts' order.
+
+    Example:
+        >>> opening_shares(["This is bad.", "this is fine", "It is", "no"], words=2, k=2)
+        [('this is', 0.5), ('it is', 0.25)]
+    """
+    if not texts:
+        return []
+    counts: dict[str, int] = {}
+    for text in texts:
+        key = " ".join(tokens(text)[:words])
+        counts[key] = counts.get(key, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return [(opening, n / len(texts)) for opening, n in ranked]
+
