@@ -69,7 +69,7 @@ PENDING = Markdown(
     "here when the stage is rerun on the current rerankers.*"
 )
 print(
-    f"RQA {RQA}; the beyond stage's runs "
+    f"RQA {RQA}, protocol `{stage['protocol']}`; the beyond stage's runs "
     + (
         "are computed on the rerank stage's present rerankers"
         if CURRENT

@@ -366,8 +366,8 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # from, so the book uses the **available** protocol: rerankers train on WHO `feedback_train` plus the four
 # `feedback_valid` files, with model selection on a held-out 20% of those questions (grouped by question,
 # stratified by domain, fixed seed). The test files are never trained on. When the full files are present
-# the package switches to the paper protocol by itself; every table and figure says which protocol
-# produced it.
+# the package switches to the paper protocol by itself. The protocol every stage ran under is recorded
+# in `results/manifest.json`, and the chapters that train on feedback name it with their results.
 #
 # ## How to read the book
 #
