@@ -25,7 +25,14 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.compare import ITEM_KEYS, compare
-from fqa_analysis.core.ratings import LABELS, item_ratings, mean_kl, rating_distribution, rating_prior
+from fqa_analysis.core.ratings import (
+    LABELS,
+    item_ratings,
+    mean_kl,
+    predicted_rating,
+    rating_distribution,
+    rating_prior,
+)
 from fqa_analysis.core.report import comparison_table, paper_shape_table, plus_minus
 from fqa_analysis.core.reranking import (
     compare_to_baseline,
@@ -105,10 +112,7 @@ if READY:
         ).table
         for metric in ("kl", "correct")
     }
-    argmax = (
-        explained[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].to_numpy().argmax(axis=1)
-    )
-    explained = explained.assign(rating=[LABELS[k] for k in argmax])
+    explained = explained.assign(rating=predicted_rating(explained))
     explained["agrees"] = explained["rating"] == explained["explanation_rating"]
     # the training label prior: the constant any rating model must beat (held out and on feedback_test)
     fit_items, select_items = feedback_item_sets(

@@ -41,7 +41,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.compare import ITEM_KEYS, compare, significance_counts
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
-from fqa_analysis.core.ratings import item_ratings, rating_prior
+from fqa_analysis.core.ratings import item_ratings, predicted_rating, rating_prior
 from fqa_analysis.core.report import NBSP, interval, plus_minus
 from fqa_analysis.core.reranking import (
     compare_family,
@@ -300,9 +300,7 @@ if have(RATE_ONLY):
         strata=["domain"],
     ).table
     paper_form = explained[explained["reranker"] == "feedback_explain_rate_paper"]
-    paper_bad = (
-        paper_form[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].idxmax(axis=1) == "p_bad"
-    ).mean()
+    paper_bad = (predicted_rating(paper_form) == "Bad").mean()
     answers.append(
         f"**Explain, then rate?** Our explain-then-rate reranker against the rate-only one (`{RATE_ONLY}`, "
         f"the same starting point) on {RQA}'s "

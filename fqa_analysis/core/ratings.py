@@ -34,6 +34,7 @@ __all__ = [
     "macro_f1",
     "majority_label",
     "mean_kl",
+    "predicted_rating",
     "rating_distribution",
     "rating_prior",
     "rating_quality",
@@ -235,6 +236,20 @@ def macro_f1(true: Sequence[int], pred: Sequence[int], n_classes: int = len(LABE
             continue
         scores.append(2 * tp / (2 * tp + fp + fn))
     return float(np.mean(scores)) if scores else float("nan")
+
+
+def predicted_rating(predictions: pd.DataFrame) -> pd.Series:
+    """Each row's most likely rating (the argmax of its ``p_bad .. p_excellent``; ties to the lower).
+
+    Example:
+        >>> frame = pd.DataFrame({"p_bad": [0.5, 0.1], "p_could_be_improved": 0.0,
+        ...     "p_acceptable": [0.0, 0.2], "p_excellent": [0.5, 0.7]})
+        >>> predicted_rating(frame).tolist()
+        ['Bad', 'Excellent']
+    """
+    columns = ["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]
+    picks = predictions[columns].to_numpy(dtype=float).argmax(axis=1)
+    return pd.Series([LABELS[k] for k in picks], index=predictions.index, name="rating")
 
 
 def rating_prior(ratings: Sequence[Sequence[str]]) -> np.ndarray:

@@ -152,4 +152,3 @@ def opening_shares(texts: Sequence[str], words: int = 2, k: int = 3) -> list[tup
         counts[key] = counts.get(key, 0) + 1
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
     return [(opening, n / len(texts)) for opening, n in ranked]
-
