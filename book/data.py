@@ -64,7 +64,12 @@ lines = [
     f"(question, answer) items with {len(feedback):,} ratings and explanations in the files present "
     f"(Quebec has no feedback). Ratings: "
     + ", ".join(f"{label} {100 * shares.get(label, 0):.0f}%" for label in ratings.LABELS)
-    + ": the middle of the scale is used least.",
+    + (
+        ": the middle of the scale is used least."
+        # said only when the two middle ratings are the two least used
+        if set(shares.reindex(list(ratings.LABELS)).fillna(0).nsmallest(2).index) == set(ratings.LABELS[1:3])
+        else "."
+    ),
     f"Annotators agree moderately: all of an item's annotators give the same rating on "
     f"{100 * items['unanimous'].mean():.0f}% of the items; Krippendorff's ordinal alpha ranges "
     f"{agree['alpha_ordinal'].min():.2f}-{agree['alpha_ordinal'].max():.2f} over domains and splits.",
