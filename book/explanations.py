@@ -27,11 +27,11 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.compare import compare, estimate
-from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars
+from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.core.report import ci_table
 from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
-from fqa_analysis.core.text_metrics import corpus_bleu, distinct_share, opening_shares
+from fqa_analysis.core.text_metrics import corpus_bleu, distinct_share, variety
 
 pd.set_option("display.max_colwidth", 120)
 RESULTS = results_dir()
@@ -249,30 +249,52 @@ plt.show()
 
 
 # %% [markdown]
-# ## Diversity
+# ## Variety and grounding
 #
-# How many of an explainer's explanations are distinct, and how they open: the three most frequent first two words (lower-cased) with their share, per explainer (majority rating) and for the annotators.
-
+# People explain each answer in their own words; a system that writes a few stock sentences can still score well on consistency and word overlap. Per explainer (majority rating) and for the annotators: the share of **distinct** explanations, the **most common opening** (first four words, lower-cased) and the share of explanations it opens, the mean length in words, and **grounding**: the share of an explanation's content words (not stop words) that occur in its question or passage, a rough measure of how much of what it names is about the pair at hand (generic words such as "answer" count as not found, for everyone alike).
 
 # %% tags=["hide-input"]
-def openings(texts, k=3):
-    return "; ".join(f'"{w}" {s:.0%}' for w, s in opening_shares(texts.tolist(), words=2, k=k))
+# the question and passage of every feedback_test item (the results hold ids only)
+test_files = data.all_feedback(data.resolve_data_dir(None), None)["test"]
+PAIRS = {(it.domain, it.item_id): (it.question, it.passage.text) for f in test_files for it in f.items}
+QUESTIONS = {key: q for key, (q, _) in PAIRS.items()}
 
 
-texts = {e: majority.loc[majority["explainer"] == e, "explanation"] for e in EXPLAINERS}
-texts["generator before"] = before.loc[before["rating_source"] == "majority", "explanation"]
-texts["humans"] = humans["explanation"]
-pd.DataFrame(
-    [
-        {
-            "explainer": e,
-            "distinct": f"{distinct_share(t.tolist()):.0%}",
-            "texts": len(t),
-            "most frequent openings": openings(t),
-        }
-        for e, t in texts.items()
-    ]
-).set_index("explainer")
+def variety_row(frame):
+    """:func:`variety` of one explainer's rows (their items' question and passage for grounding)."""
+    pairs = [PAIRS[(d, i)] for d, i in zip(frame["domain"], frame["item_id"], strict=True)]
+    return variety(frame["explanation"].tolist(), pairs, words=4)
+
+
+sources = {e: majority[majority["explainer"] == e] for e in EXPLAINERS}
+sources["generator before"] = before[before["rating_source"] == "majority"]
+sources["humans"] = humans
+varied = pd.DataFrame({name: variety_row(frame) for name, frame in sources.items()}).T
+varied_view = pd.DataFrame(
+    {
+        "texts": varied["texts"].astype(int),
+        "distinct": [f"{v:.1%}" for v in varied["distinct"]],
+        "most common opening": varied["opening"],
+        "its share": [f"{v:.1%}" for v in varied["opening_share"]],
+        "words": varied["words"].astype(float).round(1),
+        "grounding": varied["grounding"].astype(float).round(2),
+    }
+).rename_axis("explainer")
+varied_view
+
+# %% mystnb={"figure": {"caption": "Variety per explainer (majority rating) and for the annotators: left, the share of explanations that open with the explainer's most common four words; right, the share of distinct explanations."}} tags=["hide-input"]
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+names = list(varied.index)
+for ax, column, label in (
+    (axes[0], "opening_share", "share opening with the most common 4 words"),
+    (axes[1], "distinct", "share of distinct explanations"),
+):
+    ax.barh(names, varied[column].astype(float), color=[system_color(n) for n in names])
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(label)
+axes[0].invert_yaxis()
+plt.tight_layout()
+plt.show()
 
 
 # %% [markdown]
@@ -333,9 +355,6 @@ lever_table
 # One seeded feedback_test item for each majority rating: the question, the annotators' ratings and explanations, and every explainer's output for the majority rating.
 
 # %% tags=["hide-input"]
-# the questions come from the data (the results hold ids only)
-test_files = data.all_feedback(data.resolve_data_dir(None), None)["test"]
-QUESTIONS = {(it.domain, it.item_id): it.question for f in test_files for it in f.items}
 for rating in RATINGS:
     pool = majority[(majority["rating"] == rating) & (majority["explainer"] == "generator")]
     if pool.empty:

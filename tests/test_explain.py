@@ -187,3 +187,20 @@ def test_generator_resumed_from_a_checkpoint_saves_the_weights_of_an_uninterrupt
     assert history["steps"] == 6 and not history["from_cache"]
     a, b = load_file(whole / "model.safetensors"), load_file(resumed / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_variety_counts_distinct_texts_openings_and_grounded_words() -> None:
+    from fqa_analysis.core.text_metrics import content_words, grounding, variety
+
+    assert content_words("The answer mentions the visa") == ["answer", "mentions", "visa"]
+    # 1 of 3 content words (visa) is in the pair
+    assert grounding("The answer mentions the visa", "Do I need a visa?", "Apply online.") == pytest.approx(
+        1 / 3
+    )
+    assert grounding("It is not.", "q", "p") != grounding("It is not.", "q", "p")  # NaN: nothing to ground
+    texts = ["This answer is irrelevant here", "This answer is irrelevant now", "Gives the visa rules"]
+    v = variety(texts, [("visa rules?", "")] * 3, words=4)
+    assert v["distinct"] == 1.0 and v["opening"] == "this answer is irrelevant"
+    assert v["opening_share"] == pytest.approx(2 / 3) and v["words"] == pytest.approx(14 / 3)
+    # content words: (answer, irrelevant), (answer, irrelevant), (gives, visa, rules): 0, 0, 2/3
+    assert v["grounding"] == pytest.approx((0 + 0 + 2 / 3) / 3)

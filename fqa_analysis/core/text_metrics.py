@@ -20,17 +20,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = [
     "bleu",
+    "content_words",
     "corpus_bleu",
     "distinct_share",
+    "grounding",
     "lcs_length",
     "leave_one_out",
     "loo_score",
     "opening_shares",
     "rouge_l",
     "tokens",
+    "variety",
 ]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -152,3 +156,67 @@ def opening_shares(texts: Sequence[str], words: int = 2, k: int = 3) -> list[tup
         counts[key] = counts.get(key, 0) + 1
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
     return [(opening, n / len(texts)) for opening, n in ranked]
+
+
+def content_words(text: str) -> list[str]:
+    """The :func:`tokens` of a text that are not English stop words (scikit-learn's list) or digits.
+
+    Example:
+        >>> content_words("It gives the rules for a visa in 2021")
+        ['gives', 'rules', 'visa']
+    """
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return [t for t in tokens(text) if t not in ENGLISH_STOP_WORDS and not t.isdigit() and len(t) > 1]
+
+
+def grounding(explanation: str, question: str, passage: str) -> float:
+    """The share of an explanation's content words that occur in its question or passage.
+
+    How much of what an explanation names is in the pair it explains (exact word match after
+    lower-casing; words about the answer itself, such as "answer" or "relevant", count as not
+    found, for people and systems alike). NaN for an explanation without content words.
+
+    Example:
+        >>> grounding("The answer gives the visa rules", "Which visa do I need?", "Rules for visitors")
+        0.5
+    """
+    words = content_words(explanation)
+    if not words:
+        return float("nan")
+    source = set(tokens(question)) | set(tokens(passage))
+    return sum(w in source for w in words) / len(words)
+
+
+def variety(
+    texts: Sequence[str], pairs: Sequence[tuple[str, str]] | None = None, words: int = 4
+) -> dict[str, Any]:
+    """How varied and how grounded a set of explanations is.
+
+    Args:
+        texts: One explainer's explanations.
+        pairs: The (question, passage) each explains, in the same order (None: no grounding).
+        words: Length of the opening counted (people's most common 4-word opening covers 6%).
+
+    Returns:
+        ``texts``, ``distinct`` (:func:`distinct_share`), ``opening`` and ``opening_share`` (the most
+        common opening, :func:`opening_shares`), ``words`` (mean tokens) and ``grounding`` (mean
+        :func:`grounding` over the texts that have content words; NaN without ``pairs``).
+
+    Example:
+        >>> texts = ["the rules are here", "the rules are here", "visa rules"]
+        >>> v = variety(texts, [("visa?", "rules")] * 3, words=2)
+        >>> v["distinct"], v["opening"], round(v["opening_share"], 3), round(v["words"], 3), v["grounding"]
+        (0.667, 'the rules', 0.667, 3.333, 1.0)
+    """
+    top = opening_shares(texts, words=words, k=1)
+    scores = [grounding(t, q, p) for t, (q, p) in zip(texts, pairs, strict=True)] if pairs is not None else []
+    found = [g for g in scores if g == g]  # NaN: no content words
+    return {
+        "texts": len(texts),
+        "distinct": round(distinct_share(texts), 3),
+        "opening": top[0][0] if top else "",
+        "opening_share": top[0][1] if top else float("nan"),
+        "words": sum(len(tokens(t)) for t in texts) / len(texts) if texts else float("nan"),
+        "grounding": sum(found) / len(found) if found else float("nan"),
+    }
