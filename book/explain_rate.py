@@ -44,6 +44,7 @@ from fqa_analysis.core.reranking import (
     seed_table,
 )
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir, stage_cost
+from fqa_analysis.core.text_metrics import variety
 from fqa_analysis.models.reranker.pairs import feedback_item_sets
 
 RESULTS = results_dir()
@@ -340,6 +341,41 @@ if READY:
         print(f"{NAMES[form]}: {group['explanation'].nunique()} distinct explanations over all seeds")
         for text, share in group["explanation"].value_counts(normalize=True).head(4).items():
             print(f"  {share:6.1%}  {text}")
+
+
+# %% [markdown]
+# Variety and grounding of what each form writes, as {doc}`explanations` measures its explainers (per seed; people's explanations of the same items last): the share of distinct explanations, the most common opening (four words) and its share, the mean length in words, and the share of content words found in the item's question or passage.
+
+# %% tags=["hide-input"]
+if READY:
+    PAIRS = {
+        (d, i): (q, t)
+        for d, i, q, t in test_frame[["domain", "item_id", "question", "passage_text"]]
+        .drop_duplicates(["domain", "item_id"])
+        .itertuples(index=False)
+    }
+    rows = {}
+    for (form, seed), group in explained.groupby(["reranker", "seed"], sort=False):
+        pairs = [PAIRS[(d, i)] for d, i in zip(group["domain"], group["item_id"], strict=True)]
+        rows[f"{'ours' if form == OURS else 'paper form'}, seed {seed}"] = variety(
+            group["explanation"].tolist(), pairs, words=4
+        )
+    people = test_frame[test_frame["explanation"].str.strip() != ""]
+    rows["annotators"] = variety(
+        people["explanation"].tolist(), list(zip(people["question"], people["passage_text"], strict=True)), 4
+    )
+    varied = pd.DataFrame(rows).T
+    shown = pd.DataFrame(
+        {
+            "texts": varied["texts"].astype(int),
+            "distinct": [f"{v:.1%}" for v in varied["distinct"]],
+            "most common opening": varied["opening"],
+            "its share": [f"{v:.1%}" for v in varied["opening_share"]],
+            "words": varied["words"].astype(float).round(1),
+            "grounding": varied["grounding"].astype(float).round(2),
+        }
+    ).rename_axis("explanations")
+    display(shown)
 
 
 # %% [markdown]
