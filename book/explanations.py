@@ -326,7 +326,7 @@ pd.DataFrame(
 # %% [markdown]
 # ## What each lever changed (held-out explanations)
 #
-# Decided on the held-out 20% of the training questions, never on feedback_test: each (pair, rating) of the held-out explanations once, scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both, for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating (last row). The forced rating prefix itself is the before/after comparison above. Columns: consistency overall and per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct.
+# Decided on the held-out 20% of the training questions, never on feedback_test: each (pair, rating) of the held-out explanations once, scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both, for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating (last row). The forced rating prefix itself is the before/after comparison above. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. Columns: consistency overall and per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding.
 
 # %% tags=["hide-input"]
 epochs = pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch")
@@ -342,9 +342,18 @@ names = {
 epochs[[c for c in cols if c in epochs]].rename(columns=names).round(3)
 
 # %% tags=["hide-input"]
-cols = ["consistent", *[f"consistent_{r}" for r in RATINGS], "embedding_sim", "rouge_l", "distinct"]
-lever_table = levers.set_index("lever")[cols].round(2)
-lever_table.columns = ["consist.", "Exc.", "Acc.", "CbI", "Bad", "sim.", "ROUGE-L", "distinct"]
+LEVER_COLUMNS = {
+    "consistent": "consist.",
+    **dict(zip([f"consistent_{r}" for r in RATINGS], ["Exc.", "Acc.", "CbI", "Bad"], strict=True)),
+    "embedding_sim": "sim.",
+    "rouge_l": "ROUGE-L",
+    "distinct": "distinct",
+    "opening_share": "top opening",
+    "grounding": "grounding",
+}
+# the variety columns where the stage measured them
+shown_columns = {c: name for c, name in LEVER_COLUMNS.items() if c in levers.columns}
+lever_table = levers.set_index("lever")[list(shown_columns)].round(2).rename(columns=shown_columns)
 lever_table["stage"] = levers["chosen"].map({True: "chosen", False: ""}).to_numpy()
 print(f"{levers['rows'].iloc[0]} held-out (pair, rating) rows")
 lever_table

@@ -210,6 +210,12 @@ def _parser() -> argparse.ArgumentParser:
         f"to the pair keep one; 0 = greedy decoding (default: {DecodeConfig.candidates})",
     )
     run_p.add_argument(
+        "--explain-opening-weight",
+        type=_float_in(0.0, 100.0),
+        help="explanation chooser: penalty against openings the generator over-uses (their share of its "
+        f"greedy explanations, times this weight), 0..100 (default: {DecodeConfig.opening_weight:g}, none)",
+    )
+    run_p.add_argument(
         "--explain-rate-epochs",
         type=_int_in(1),
         help=f"explain-then-rate reranker epochs (default: {ExplainRateConfig.epochs})",
@@ -269,7 +275,7 @@ STAGES: dict[str, set[str]] = {
     # the recipes set the relevance options themselves; the model options are shared
     "relevance": {"subset", "recipes", "max_len", "device", "max_steps", "replace"},
     "rerank": _RERANK_OPTIONS | {"replace", "warm_frozen_layers"},
-    "explain": {"subset", "explain_epochs", "explain_candidates", "max_steps"},
+    "explain": {"subset", "explain_epochs", "explain_candidates", "explain_opening_weight", "max_steps"},
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
     "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth"},
     "explain_rate": {
@@ -290,6 +296,22 @@ STAGES: dict[str, set[str]] = {
 }
 STAGES["all"] = set().union(*STAGES.values())
 MINILM_LAYERS = 6
+
+
+def _float_in(low: float, high: float) -> Any:
+    """An argparse type: a finite number in ``low..high``."""
+    allowed = f"{low:g}..{high:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number (allowed: {allowed})") from None
+        if not low <= value <= high:  # NaN fails both comparisons
+            raise argparse.ArgumentTypeError(f"{text} is out of range (allowed: {allowed})")
+        return value
+
+    return parse
 
 
 def _int_in(low: int, high: int | None = None) -> Any:
@@ -488,7 +510,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             epochs=args.explain_epochs or GeneratorConfig.epochs, max_steps=args.max_steps
         )
         candidates = DecodeConfig.candidates if args.explain_candidates is None else args.explain_candidates
-        decode = DecodeConfig(candidates=candidates)
+        opening = (
+            DecodeConfig.opening_weight
+            if args.explain_opening_weight is None
+            else args.explain_opening_weight
+        )
+        decode = DecodeConfig(candidates=candidates, opening_weight=opening)
         explain = ExplainRunConfig(generator=generator, decode=decode, subset=args.subset)
         _report(run_explain(data_dir, args.out, explain, args.cache_dir))
     if args.stage in ("all", "beyond"):

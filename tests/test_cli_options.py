@@ -54,6 +54,15 @@ from fqa_analysis.cli import main
         (["beyond", "--depth", "3"], "argument --depth: 3 is out of range (allowed: 5..100)"),
         (["explain", "--max-steps", "two"], "argument --max-steps: 'two' is not an integer"),
         (["explain", "--explain-candidates", "17"], "argument --explain-candidates: 17 is out of range"),
+        (
+            ["explain", "--explain-opening-weight", "-1"],
+            "argument --explain-opening-weight: -1 is out of range (allowed: 0..100)",
+        ),
+        (
+            ["explain", "--explain-opening-weight", "nan"],
+            "argument --explain-opening-weight: nan is out of range",
+        ),
+        (["explain", "--explain-opening-weight", "lots"], "'lots' is not a number (allowed: 0..100)"),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2(

@@ -165,6 +165,26 @@ def test_chooser_keeps_the_candidate_that_reads_as_the_rating() -> None:
     assert chooser.sim_weight == 0.0  # with_weights leaves the original alone
 
 
+def test_the_opening_penalty_steers_away_from_the_generators_stock_opening() -> None:
+    train = [
+        _example("q1", "Bad", "Off topic, wrong subject."),
+        _example("q2", "Bad", "Off topic, about travel."),
+        _example("q3", "Excellent", "Great answer, fully answers it."),
+        _example("q4", "Excellent", "Great, gives every detail."),
+    ]
+    chooser = CandidateChooser(train, encoder=_WordEncoder(), sim_weight=0.0)
+    # three rows whose greedy explanation (first candidate) opens the same way; the classifier reads
+    # both candidates as Bad equally (only "off topic" is in its vocabulary)
+    rows = [("q", "p", "Bad")] * 3
+    stock = "off topic wrong subject entirely"
+    candidates = [[stock, "this is off topic"]] * 3
+    assert chooser.choose(rows, candidates) == [0, 0, 0]  # no penalty: the tie goes to greedy
+    # penalised by 3 x its share of the greedy texts (1.0), the stock opening loses
+    assert chooser.with_weights(1.0, 0.0, opening_weight=3.0).choose(rows, candidates) == [1, 1, 1]
+    # the corpus decides what is over-used: an opening no corpus text has costs nothing
+    assert chooser.with_weights(1.0, 0.0, 3.0).choose(rows, candidates, corpus=["x y z w"]) == [0, 0, 0]
+
+
 def test_generator_resumed_from_a_checkpoint_saves_the_weights_of_an_uninterrupted_run(
     tmp_path: Path,
 ) -> None:

@@ -18,6 +18,7 @@ from fqa_analysis.cli import main
 from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.models.reranker.variants import VARIANTS
 from fqa_analysis.stages.beyond import BeyondRunConfig
+from fqa_analysis.stages.explain import OPENING_WEIGHTS
 from fqa_analysis.stages.relevance import RECIPES
 
 SUBSET = 6
@@ -183,10 +184,13 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     assert "generator/train" in stage["timings"] and "generator/levers" in stage["timings"]
     accuracy = stage["rating_classifier_heldout_accuracy_by_rating"]
     assert set(accuracy) == {"overall", "Bad", "Could be Improved", "Acceptable", "Excellent"}
-    # the held-out levers: greedy, repetition penalty, one sample, best of k by three choosers, the policy
+    # the held-out levers: greedy, repetition penalty, one sample, best of k by three choosers, the
+    # same with each opening penalty, the policy
     levers = pd.read_parquet(out / "explanation_levers.parquet")
-    assert levers["lever"].iloc[0] == "greedy" and len(levers) == 7 and levers["chosen"].sum() == 1
+    rows = 7 + len(OPENING_WEIGHTS)
+    assert levers["lever"].iloc[0] == "greedy" and len(levers) == rows and levers["chosen"].sum() == 1
     assert levers["consistent"].between(0, 1).all() and levers["distinct"].between(0, 1).all()
+    assert levers["opening_share"].between(0, 1).all() and levers["grounding"].dropna().between(0, 1).all()
     assert {"consistent", "select_loss"} <= set(stage["generator_history"]["epochs"][0])
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
+    "OPENING_WORDS",
     "bleu",
     "content_words",
     "corpus_bleu",
@@ -31,6 +32,8 @@ __all__ = [
     "lcs_length",
     "leave_one_out",
     "loo_score",
+    "opening_counts",
+    "opening_of",
     "opening_shares",
     "rouge_l",
     "tokens",
@@ -139,8 +142,37 @@ def distinct_share(texts: Sequence[str]) -> float:
     return len(set(texts)) / len(texts) if len(texts) else 0.0
 
 
+#: Words of an explanation's opening that variety counts (people's most common 4-word opening
+#: covers 6% of their explanations).
+OPENING_WORDS = 4
+
+
+def opening_of(text: str, words: int = OPENING_WORDS) -> str:
+    """An explanation's opening: its first ``words`` :func:`tokens`.
+
+    Example:
+        >>> opening_of("This answer is irrelevant to the question.")
+        'this answer is irrelevant'
+    """
+    return " ".join(tokens(text)[:words])
+
+
+def opening_counts(texts: Sequence[str], words: int = OPENING_WORDS) -> dict[str, float]:
+    """The share of ``texts`` that each opening (:func:`opening_of`) opens.
+
+    Example:
+        >>> opening_counts(["a b c d e", "a b c d f", "x y"])
+        {'a b c d': 0.6666666666666666, 'x y': 0.3333333333333333}
+    """
+    counts: dict[str, int] = {}
+    for text in texts:
+        key = opening_of(text, words)
+        counts[key] = counts.get(key, 0) + 1
+    return {k: n / len(texts) for k, n in counts.items()} if texts else {}
+
+
 def opening_shares(texts: Sequence[str], words: int = 2, k: int = 3) -> list[tuple[str, float]]:
-    """The ``k`` most frequent openings (first ``words`` :func:`tokens`) and the share of texts each opens.
+    """The ``k`` most frequent openings (:func:`opening_of`) and the share of texts each opens.
 
     Ties are broken by the opening's text, so the list does not depend on the texts' order.
 
@@ -148,14 +180,7 @@ def opening_shares(texts: Sequence[str], words: int = 2, k: int = 3) -> list[tup
         >>> opening_shares(["This is bad.", "this is fine", "It is", "no"], words=2, k=2)
         [('this is', 0.5), ('it is', 0.25)]
     """
-    if not texts:
-        return []
-    counts: dict[str, int] = {}
-    for text in texts:
-        key = " ".join(tokens(text)[:words])
-        counts[key] = counts.get(key, 0) + 1
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-    return [(opening, n / len(texts)) for opening, n in ranked]
+    return sorted(opening_counts(texts, words).items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
 def content_words(text: str) -> list[str]:

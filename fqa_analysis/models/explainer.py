@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from fqa_analysis.cache import atomic_write_json, content_key
 from fqa_analysis.core.ratings import LABELS
+from fqa_analysis.core.text_metrics import opening_counts, opening_of
 from fqa_analysis.data import FeedbackItem
 from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
 from fqa_analysis.models.reranker.encoder import bf16_autocast
@@ -242,6 +243,10 @@ class DecodeConfig:
     top_p: float = 0.9
     sample_all: bool = False
     seed: int = 0
+    #: Weight of the chooser's penalty against openings the generator over-uses: a candidate loses
+    #: ``opening_weight`` x the share of the rows whose greedy explanation opens with its first
+    #: four words (0: no penalty, the earlier behaviour).
+    opening_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -497,7 +502,10 @@ def train_generator(
 class CandidateChooser:
     """Keeps the candidate explanation that a rating classifier and the pair's topic agree on.
 
-    Score of a candidate for a row rated r: ``log P(r | text) + sim_weight * cos(text, pair)``,
+    Score of a candidate for a row rated r: ``log P(r | text) + sim_weight * cos(text, pair)
+    - opening_weight * share(opening)``, where share is how many of the rows' greedy explanations
+    (the generator's own corpus) open with the candidate's first four words
+    (:func:`~fqa_analysis.core.text_metrics.opening_of`),
     where P comes from a TF-IDF (word 1-2 gram) logistic regression trained on human training
     explanations only, and cos is the MiniLM cosine between the explanation and its
     ``question + passage``. The classifier deliberately differs from the evaluation's
@@ -508,6 +516,7 @@ class CandidateChooser:
         encoder: MiniLM bi-encoder for the similarity term.
         sim_weight: Weight of the similarity term (0: classifier only).
         rating_weight: Weight of the classifier term (0: similarity only).
+        opening_weight: Weight of the penalty against over-used openings (0: none).
     """
 
     def __init__(
@@ -516,6 +525,7 @@ class CandidateChooser:
         encoder: DenseSystem,
         sim_weight: float = 1.0,
         rating_weight: float = 1.0,
+        opening_weight: float = 0.0,
     ) -> None:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
@@ -530,11 +540,16 @@ class CandidateChooser:
         self.encoder = encoder
         self.sim_weight = sim_weight
         self.rating_weight = rating_weight
+        self.opening_weight = opening_weight
 
-    def with_weights(self, rating_weight: float, sim_weight: float) -> CandidateChooser:
+    def with_weights(
+        self, rating_weight: float, sim_weight: float, opening_weight: float = 0.0
+    ) -> CandidateChooser:
         """The same fitted chooser with other weights (no refitting)."""
         other = object.__new__(CandidateChooser)
-        other.__dict__.update(self.__dict__, rating_weight=rating_weight, sim_weight=sim_weight)
+        other.__dict__.update(
+            self.__dict__, rating_weight=rating_weight, sim_weight=sim_weight, opening_weight=opening_weight
+        )
         return other
 
     def accuracy(self, examples: Sequence[ExplanationExample]) -> float:
@@ -549,9 +564,23 @@ class CandidateChooser:
         predicted = self.classifier.predict(list(texts)) if texts else np.array([])
         return np.array([p == r for p, (_, _, r) in zip(predicted, rows, strict=True)], dtype=bool)
 
-    def choose(self, rows: Sequence[tuple[str, str, str]], candidates: Sequence[Sequence[str]]) -> list[int]:
-        """Index of the kept candidate of every row (ties -> the earlier candidate, greedy first)."""
+    def choose(
+        self,
+        rows: Sequence[tuple[str, str, str]],
+        candidates: Sequence[Sequence[str]],
+        corpus: Sequence[str] | None = None,
+    ) -> list[int]:
+        """Index of the kept candidate of every row (ties -> the earlier candidate, greedy first).
+
+        ``corpus``: the texts whose openings count as over-used (default: every row's first
+        candidate, its greedy explanation); a caller choosing for some rows only passes the greedy
+        explanations of all rows.
+        """
         flat = [c for cands in candidates for c in cands]
+        overuse = np.zeros(len(flat))
+        if self.opening_weight:
+            shares = opening_counts([c[0] for c in candidates] if corpus is None else list(corpus))
+            overuse = np.array([shares.get(opening_of(c), 0.0) for c in flat])
         classes = list(self.classifier.classes_)
         log_p = np.log(np.clip(self.classifier.predict_proba(flat), 1e-12, None))
         sims = np.zeros(len(flat))
@@ -564,7 +593,8 @@ class CandidateChooser:
         for (_, _, rating), cands in zip(rows, candidates, strict=True):
             hi = lo + len(cands)
             rated = log_p[lo:hi, classes.index(rating)] if rating in classes else np.zeros(hi - lo)
-            out.append(int(np.argmax(self.rating_weight * rated + self.sim_weight * sims[lo:hi])))
+            score = self.rating_weight * rated + self.sim_weight * sims[lo:hi]
+            out.append(int(np.argmax(score - self.opening_weight * overuse[lo:hi])))
             lo = hi
         return out
 
@@ -694,6 +724,8 @@ class GeneratorExplainer(Explainer):
         subset = [rows[i] for i in redo]
         candidates = [[greedy[i], *s] for i, s in zip(redo, self._generate(subset, sample=True), strict=True)]
         out = list(greedy)
-        for i, c, k in zip(redo, candidates, self.chooser.choose(subset, candidates), strict=True):
+        # openings count as over-used by their share of every row's greedy explanation
+        picks = self.chooser.choose(subset, candidates, corpus=greedy)
+        for i, c, k in zip(redo, candidates, picks, strict=True):
             out[i] = c[k]
         return out

@@ -36,7 +36,7 @@ from fqa_analysis.core.candidates import RATING_COLUMNS
 from fqa_analysis.core.ratings import LABELS, majority_label
 from fqa_analysis.core.reranking import score_outcomes, seed_table
 from fqa_analysis.core.results import load_candidates, load_table
-from fqa_analysis.core.text_metrics import bleu, leave_one_out, loo_score, rouge_l
+from fqa_analysis.core.text_metrics import bleu, distinct_share, leave_one_out, loo_score, rouge_l, variety
 from fqa_analysis.errors import DataError, DataProblem
 from fqa_analysis.models.explainer import (
     CACHE_VERSION,
@@ -194,6 +194,8 @@ def _top1_rows(
 MONITOR_ROWS = 160
 #: The repetition penalty the levers table tries beside plain greedy decoding.
 REPETITION_PENALTY = 1.3
+#: Weights of the chooser's penalty against over-used openings the levers table tries.
+OPENING_WEIGHTS: tuple[float, ...] = (1.0, 3.0)
 
 
 def _classifier_accuracy(
@@ -234,8 +236,9 @@ def _held_out_figures(
     embedder: Embedder,
     classifier: Any,
 ) -> dict[str, float]:
-    """Consistency (overall and per rating), similarity to the pair's human explanations, distinct share."""
+    """Consistency (overall and per rating), similarity to the pair's explanations, variety, grounding."""
     labels = classifier.predict(embedder.vectors(texts))
+    varied = variety(texts, [(q, p) for q, p, _ in rows])
     consistent = [LABELS[int(label)] == r for label, (_, _, r) in zip(labels, rows, strict=True)]
     shares = _shares_by_rating(consistent, [r for _, _, r in rows])
     return {
@@ -244,7 +247,9 @@ def _held_out_figures(
             np.mean([embedder.max_cosine(t, ref) for t, ref in zip(texts, refs, strict=True)])
         ),
         "rouge_l": float(np.mean([rouge_l(t, ref) for t, ref in zip(texts, refs, strict=True)])),
-        "distinct": len(set(texts)) / max(len(texts), 1),
+        "distinct": distinct_share(texts),
+        "opening_share": varied["opening_share"],
+        "grounding": varied["grounding"],
         **{f"consistent_{label}": share for label, share in shares.items()},
     }
 
@@ -261,8 +266,9 @@ def _levers(
 
     Rows: greedy; greedy with a repetition penalty; one sampled candidate as is; the best of
     greedy + sampled candidates kept by the classifier, the similarity, or both (the chooser),
-    for every row; and the chooser's pick only where greedy disagrees with the rating. Column
-    ``chosen`` marks the row that ``decode`` (the stage's setting) reproduces.
+    for every row; the same with a penalty against over-used openings (:data:`OPENING_WEIGHTS`);
+    and the chooser's pick only where greedy disagrees with the rating. Column ``chosen`` marks
+    the row that ``decode`` (the stage's setting) reproduces.
     """
     rows, refs = _held_out_rows(select)
     candidates = generator.candidates_many(rows)
@@ -278,7 +284,7 @@ def _levers(
     if decode.candidates:
         variants["one sampled candidate"] = [c[1] for c in candidates]
         k = 1 + decode.candidates
-        both, policy = f"best of {k}: classifier + similarity", f"best of {k} where greedy disagrees"
+        both = f"best of {k}: classifier + similarity"
         for name, weights in (
             (f"best of {k}: rating classifier", (1.0, 0.0)),
             (f"best of {k}: similarity to the pair", (0.0, 1.0)),
@@ -286,12 +292,26 @@ def _levers(
         ):
             picks = chooser.with_weights(*weights).choose(rows, candidates)
             variants[name] = [c[i] for c, i in zip(candidates, picks, strict=True)]
-        # keep greedy where the chooser's classifier already reads it as the rating
+        # against the generator's stock sentences: the same chooser with over-used openings penalised
+        # (by their share of the greedy explanations); the stage's own weight is always among them
+        opening_weights = sorted(
+            {*OPENING_WEIGHTS, *([decode.opening_weight] if decode.opening_weight else [])}
+        )
+        for weight in opening_weights:
+            penalty = chooser.with_weights(chooser.rating_weight, chooser.sim_weight, weight)
+            picks = penalty.choose(rows, candidates)
+            variants[f"{both}, opening penalty {weight:g}"] = [
+                c[i] for c, i in zip(candidates, picks, strict=True)
+            ]
+        # keep greedy where the chooser's classifier already reads it as the rating (the stage's
+        # chooser, with its opening weight, picks for the other rows)
+        suffix = f", opening penalty {decode.opening_weight:g}" if decode.opening_weight else ""
+        policy = f"best of {k} where greedy disagrees{suffix}"
         agree = chooser.agrees(rows, variants["greedy"])
         variants[policy] = [
-            c[0] if ok else t for c, ok, t in zip(candidates, agree, variants[both], strict=True)
+            c[0] if ok else t for c, ok, t in zip(candidates, agree, variants[both + suffix], strict=True)
         ]
-        chosen = both if decode.sample_all else policy
+        chosen = both + suffix if decode.sample_all else policy
     else:
         chosen = "greedy"
     return pd.DataFrame(
@@ -366,7 +386,7 @@ def run_explain(
         # trained on human training explanations only, fixed before any generator is trained
         classifier = rating_classifier(embedder, fit)
         classifier_acc = _classifier_accuracy(classifier, embedder, select)
-        chooser = CandidateChooser(fit, embedder.encoder)
+        chooser = CandidateChooser(fit, embedder.encoder, opening_weight=config.decode.opening_weight)
         chooser_acc = chooser.accuracy(select)
     with stage(timings, "generator/train"):
         monitor = _epoch_monitor(select, embedder, classifier, config)
