@@ -312,15 +312,11 @@ if have(RATE_ONLY):
 else:
     answers.append("**Explain, then rate?** " + pending(RATE_ONLY))
 costs, total = total_cost(load_manifest(RESULTS))
-# the paper's explain-then-rate form recorded its models' training only (an interrupted run)
-paper_train = sum(h["train_s"] for h in load_stage(RESULTS, "explain_rate_paper")["histories"].values()) / 60
-total += paper_train
 answers.append(
     f"**Cost of reproducing** on 2 CPU cores: {total / 60:.1f} hours of compute for the results present ("
-    + ", ".join(f"`{n}` {m:.0f} min" for n, (m, _) in costs.items() if n != "explain_rate_paper")
-    + f", the paper's explain-then-rate form {paper_train:.0f} min of training, its scoring unrecorded), "
-    f"at most {max(p for _, p in costs.values()):.1f} GiB of memory; the book itself builds from "
-    "`results/` in minutes."
+    + ", ".join(f"`{n}` {m:.0f} min" for n, (m, _) in costs.items())
+    + f"; each model counted once, by its own training record), at most "
+    f"{max(p for _, p in costs.values()):.1f} GiB of memory; the book itself builds from `results/` in minutes."
 )
 display(Markdown("\n".join(f"- {a}" for a in answers)))
 

@@ -57,6 +57,7 @@ from fqa_analysis.core.reranking import (
 from fqa_analysis.core.results import (
     RERANK_RUN_FIELDS,
     comparable_config,
+    counted_seconds,
     load_candidates,
     load_relevance_recipes,
     load_stage,
@@ -667,11 +668,12 @@ else:
 # %% [markdown]
 # ## Cost of the stage
 #
-# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): `data` (loading the data and the pseudo pairs' negatives), `lower_layers` (the token-embedding lookup of every distinct pair, computed once), then per reranker and seed its training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` (seconds) and `compute_peak_rss_mb` are what computing each step cost when it ran; some steps ran beside other jobs on the same two cores, which inflates their seconds. `feedback_ce_annotator/seed0/train` also holds a second training of the relevance model (about an hour: that run started on an empty model cache, and the stage then timed the relevance model inside the first warm variant's step; it now has a step of its own, `relevance_model`), so the stage total above counts the relevance model twice.
+# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): `data` (loading the data and the pseudo pairs' negatives), `lower_layers` (the token-embedding lookup of every distinct pair, computed once), then per reranker and seed its training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` (seconds) and `compute_peak_rss_mb` are what computing each step cost when it ran; some steps ran beside other jobs on the same two cores, which inflates their seconds. The stage total counts each model once, by its own training record (`counted_s`: a model's epochs, training and selection pass): where a step also trained the relevance model because the model cache lacked it (`relevance_model`, or inside a warm variant's training step), that training is counted in `vanilla/seed0/train` only.
 
 # %% tags=["hide-input"]
 timings = pd.DataFrame(stage["timings"]).T
-cols = [c for c in ("compute_s", "compute_peak_rss_mb") if c in timings.columns]
+timings["counted_s"] = pd.Series(counted_seconds(stage))
+cols = [c for c in ("compute_s", "counted_s", "compute_peak_rss_mb") if c in timings.columns]
 print(
     f"whole stage: {compute_min:.1f} min of compute, peak {peak_gib:.1f} GiB; {stage['scored_pairs']:,} "
     "distinct pairs scored per reranker"

@@ -22,6 +22,7 @@ __all__ = [
     "RECIPE_SETTINGS",
     "RERANK_RUN_FIELDS",
     "comparable_config",
+    "counted_seconds",
     "load_candidates",
     "load_manifest",
     "load_relevance_recipes",
@@ -182,12 +183,44 @@ def results_dir() -> Path:
     )
 
 
-def stage_cost(stage: dict[str, Any]) -> tuple[float, float]:
-    """What computing a stage cost: minutes of compute and its peak memory in GiB.
+def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
+    """Per step, the seconds that computing the stage once costs (what :func:`stage_cost` sums).
 
-    Each step's ``compute_s`` (carried over from the run that computed a cached step; ``wall_s``
-    where a manifest predates it) is summed; the peak is the largest ``compute_peak_rss_mb``
-    (else ``peak_rss_mb``) of any step.
+    A step's ``compute_s`` (carried over from the run that computed a cached step; ``wall_s`` where
+    a manifest predates it), except: a ``<run>/train`` step whose run has a training history counts
+    that model's own epochs (``wall_s``: training and its selection pass), so a step that also
+    trained another model (the relevance model, when the cache lacked it) does not count that one
+    again; and the rerank stage's ``relevance_model`` step counts nothing where the stage records
+    the relevance model's own run (``vanilla/seed0``), which counts it.
+
+    Example:
+        >>> stage = {"timings": {"a/train": {"wall_s": 1.0, "compute_s": 900.0},
+        ...                      "relevance_model": {"wall_s": 600.0},
+        ...                      "vanilla/seed0/train": {"wall_s": 610.0}, "a/score": {"wall_s": 30.0}},
+        ...          "histories": {"a": {"epochs": [{"wall_s": 100.0}, {"wall_s": 80.0}]},
+        ...                        "vanilla/seed0": {"epochs": [{"wall_s": 600.0}]}}}
+        >>> counted_seconds(stage)
+        {'a/train': 180.0, 'relevance_model': 0.0, 'vanilla/seed0/train': 600.0, 'a/score': 30.0}
+    """
+    histories = stage.get("histories", {})
+    out = {}
+    for step, record in stage["timings"].items():
+        seconds = float(record.get("compute_s", record["wall_s"]))
+        run = step.removesuffix("/train")
+        epochs = histories.get(run, {}).get("epochs") if step.endswith("/train") else None
+        if epochs and all("wall_s" in e for e in epochs):
+            seconds = round(sum(float(e["wall_s"]) for e in epochs), 2)
+        elif step == "relevance_model" and "vanilla/seed0" in histories:
+            seconds = 0.0
+        out[step] = seconds
+    return out
+
+
+def stage_cost(stage: dict[str, Any]) -> tuple[float, float]:
+    """What computing a stage once costs: minutes of compute and its peak memory in GiB.
+
+    The minutes sum :func:`counted_seconds`; the peak is the largest ``compute_peak_rss_mb`` (else
+    ``peak_rss_mb``) of any step.
 
     Example:
         >>> stage_cost({"timings": {"a": {"wall_s": 1.0, "compute_s": 90.0, "peak_rss_mb": 100.0,
@@ -196,7 +229,7 @@ def stage_cost(stage: dict[str, Any]) -> tuple[float, float]:
         (2.0, 2.0)
     """
     timings = stage["timings"].values()
-    minutes = sum(float(t.get("compute_s", t["wall_s"])) for t in timings) / 60
+    minutes = sum(counted_seconds(stage).values()) / 60
     peak_mb = max(float(t.get("compute_peak_rss_mb", t.get("peak_rss_mb", 0.0))) for t in timings)
     return round(minutes, 2), round(peak_mb / 1024, 2)
 
