@@ -243,7 +243,7 @@ if READY:
 # %% [markdown]
 # ## Are the differences significant?
 #
-# Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset). For KL a negative delta means the loss is *better* than KL.
+# Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset); CIs unadjusted. The bootstrap resamples items, not training seeds: a difference smaller than the spread between one loss's seeds (the table above) may be a difference between seeds rather than losses, most of all where a loss has one seed. For KL a negative delta means the loss is *better* than KL.
 
 # %% tags=["hide-input"]
 if READY:

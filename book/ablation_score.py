@@ -49,7 +49,12 @@ sig = significance_counts(ablation)
 hyb = ablation[ablation["rqa"] == "hybrid"].set_index("reranker")
 sep = separation[separation["rqa"] == "hybrid"].set_index("reranker")
 lines = [
-    f"Rerankers of the rerank stage (protocol `{stage['protocol']}`), every RQA system they rescored.",
+    (
+        "**The choice of score does not change accuracy measurably:** "
+        if sig["better"] + sig["worse"] == 0
+        else "**The choice of score matters for some rerankers:** "
+    )
+    + f"rerankers of the rerank stage (protocol `{stage['protocol']}`), every RQA system they rescored.",
     f"E[y]/3 is significantly better than P(Excellent) in {sig['better']} of {sig['rows']} (RQA, reranker) "
     f"pairs, significantly worse in {sig['worse']}, and not significantly different in "
     f"{sig['not significant']} (Holm-corrected p < 0.05); mean difference "

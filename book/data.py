@@ -112,7 +112,7 @@ plt.show()
 ratings.label_distribution(feedback).round(3).rename(columns={"n": "ratings"})
 
 # %% [markdown]
-# Most rated answers are judged *Excellent* or *Bad*: the middle of the scale is used less. This is why scoring candidates by P(Excellent) and by the expected rating can differ (the ablation of a later chapter).
+# Most rated answers are judged *Excellent* or *Bad*; the middle of the scale is used less. Scoring a candidate by P(Excellent) or by the expected rating can differ only where a reranker puts mass on the middle ratings, which is one reason the two rules barely differ ({doc}`ablation_score`).
 
 # %% [markdown]
 # ## Annotator agreement

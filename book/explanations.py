@@ -109,7 +109,8 @@ lines = [
     f"The consistency classifier itself reads held-out human explanations right "
     f"{classifier['overall']:.0%} of the time ("
     + ", ".join(f"{r} {classifier[r]:.0%}" for r in RATINGS)
-    + "): consistency figures are bounded by it.",
+    + "): an explainer that writes the words the classifier ties to a rating can score above it, so "
+    "consistency is read with similarity.",
     f"The stage cost {compute_min:.0f} minutes of compute on this 2-core CPU.",
 ]
 display(Markdown("\n".join(f"- {x}" for x in lines)))

@@ -387,8 +387,11 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 #   100% of the feedback), leave-one-domain-out transfer against a size-matched control, and where the
 #   best system fails, with examples.
 #
-# Under each results table a one-line *signature* states every convention behind it (k, tie rule,
-# micro or macro, bootstrap resamples, seed), so that a number can be recomputed exactly.
+# Under each comparison table a one-line *signature* states every convention behind it (the test, the
+# bootstrap resamples B and their seed, the strata, micro or macro, how training seeds enter, the Holm
+# family's size and members, the package version) and `results:` the git commit(s) of the code that
+# computed the results it reads (from `results/manifest.json`; `+dirty` would mark uncommitted code), so
+# that a number can be recomputed exactly with `git checkout` of that commit.
 #
 # ## Deviations from the paper, in one place
 #

@@ -425,7 +425,7 @@ pd.DataFrame(
 # %% [markdown]
 # ## Why the gain is what it is
 #
-# The paper's sum can change an answer only where the reranker alone (argmax P(Excellent)) and the RQA pick different passages. Per reranker on {glue}`rqa_name`'s overall questions (seed means): how many such questions there are, in how many of them the reranker alone is right and in how many the RQA is, how often the sum follows the reranker there, and the net change (questions the sum gets right that the RQA got wrong, minus the reverse).
+# The paper's sum can change an answer only where the reranker alone (argmax P(Excellent)) and the RQA pick different passages. Per reranker on the overall questions of {glue}`rqa_name` (seed means): how many such questions there are, in how many of them the reranker alone is right and in how many the RQA is, how often the sum follows the reranker there, and the net change (questions the sum gets right that the RQA got wrong, minus the reverse).
 
 # %% tags=["hide-input"]
 from fqa_analysis.core.reranking import pick_disagreement
