@@ -62,7 +62,6 @@ WAITING = Markdown(
     + ",".join(ABSENT)
     + "` adds them). The sections below fill in when they are there.*"
 )
-print("losses present: " + (", ".join(LOSSES) or "none"))
 
 # %% tags=["hide-input"]
 if READY:

@@ -387,18 +387,25 @@ for rating in RATINGS:
 # What a user would see: the best reranked system's answer (seed 0) to a test question, as the explain stage found it when it ran, the reranker's predicted rating of that answer, and each explainer's explanation. A seeded sample:
 
 # %% tags=["hide-input"]
-print(f"system: {stage['top1_system']}")
+if stage["top1_system"]:
+    rqa_name, reranker_name = stage["top1_system"]
+    print(f"system: the {rqa_name} RQA reranked by {reranker_name}")
 for _, r in top1.sample(n=min(4, len(top1)), random_state=3).iterrows():
     print(textwrap.fill(f"[{r['domain']}] {r['question']}", 78))
-    print(f"  gold answer: {r['is_gold']}; predicted rating: {r['predicted_rating']}")
+    answered = "the gold passage" if r["is_gold"] else "another passage than the gold one"
+    print(f"  answered with {answered}; predicted rating: {r['predicted_rating']}")
     for e in EXPLAINERS:
         print(f"  {e}: {r[e]}")
     print()
+
+# %% [markdown]
+# How the reranker rated those answers: the share of each predicted rating among the system's answers that are the gold passage and among those that are not. A share of Excellent among the non-gold answers close to the gold answers' is what a reranker that cannot tell them apart gives.
 
 # %% tags=["hide-input"]
 shares = top1.groupby("is_gold")["predicted_rating"].value_counts(normalize=True).unstack(fill_value=0)
 shares.index = shares.index.map({True: "gold answer", False: "other answer"})
 shares.columns.name = "predicted rating"
+shares.index.name = "answer"
 shares.reindex(columns=[r for r in RATINGS if r in shares.columns]).round(3)
 
 # %% [markdown]
