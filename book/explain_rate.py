@@ -33,7 +33,7 @@ from fqa_analysis.core.ratings import (
     rating_distribution,
     rating_prior,
 )
-from fqa_analysis.core.report import comparison_table, paper_shape_table, plus_minus
+from fqa_analysis.core.report import comparison_table, paper_shape_table, plus_minus, variety_table
 from fqa_analysis.core.reranking import (
     compare_to_baseline,
     constant_rating_quality,
@@ -364,18 +364,7 @@ if READY:
     rows["annotators"] = variety(
         people["explanation"].tolist(), list(zip(people["question"], people["passage_text"], strict=True)), 4
     )
-    varied = pd.DataFrame(rows).T
-    shown = pd.DataFrame(
-        {
-            "texts": varied["texts"].astype(int),
-            "distinct": [f"{v:.1%}" for v in varied["distinct"]],
-            "most common opening": varied["opening"],
-            "its share": [f"{v:.1%}" for v in varied["opening_share"]],
-            "words": varied["words"].astype(float).round(1),
-            "grounding": varied["grounding"].astype(float).round(2),
-        }
-    ).rename_axis("explanations")
-    display(shown)
+    display(variety_table(rows, "explanations"))
 
 
 # %% [markdown]

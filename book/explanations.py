@@ -29,7 +29,7 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import compare, estimate
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
 from fqa_analysis.core.ratings import LABELS
-from fqa_analysis.core.report import ci_table
+from fqa_analysis.core.report import ci_table, variety_table
 from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
 from fqa_analysis.core.text_metrics import corpus_bleu, distinct_share, variety
 
@@ -270,18 +270,9 @@ def variety_row(frame):
 sources = {e: majority[majority["explainer"] == e] for e in EXPLAINERS}
 sources["generator before"] = before[before["rating_source"] == "majority"]
 sources["humans"] = humans
-varied = pd.DataFrame({name: variety_row(frame) for name, frame in sources.items()}).T
-varied_view = pd.DataFrame(
-    {
-        "texts": varied["texts"].astype(int),
-        "distinct": [f"{v:.1%}" for v in varied["distinct"]],
-        "most common opening": varied["opening"],
-        "its share": [f"{v:.1%}" for v in varied["opening_share"]],
-        "words": varied["words"].astype(float).round(1),
-        "grounding": varied["grounding"].astype(float).round(2),
-    }
-).rename_axis("explainer")
-varied_view
+rows = {name: variety_row(frame) for name, frame in sources.items()}
+varied = pd.DataFrame(rows).T  # the figure below reads it
+variety_table(rows)
 
 # %% mystnb={"figure": {"caption": "Variety per explainer (majority rating) and for the annotators: left, the share of explanations that open with the explainer's most common four words; right, the share of distinct explanations."}} tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)

@@ -20,6 +20,7 @@ __all__ = [
     "mean_sd_table",
     "paper_shape_table",
     "plus_minus",
+    "variety_table",
 ]
 
 #: No-break space: a table cell such as ``46.4 ± 0.6`` or ``[+0.1, +0.9]`` never wraps in the book.
@@ -294,3 +295,25 @@ def markdown_records(frame: pd.DataFrame, lead: str, fields: Sequence[str]) -> s
         rest = "; ".join(f"{name}: {row[name]}" for name in fields)
         lines.append(f"- **{row[lead]}** {rest}")
     return "\n".join(lines)
+
+
+def variety_table(rows: dict[str, dict[str, Any]], index: str = "explainer") -> pd.DataFrame:
+    """:func:`~fqa_analysis.core.text_metrics.variety` of several explainers as a reader's table.
+
+    Example:
+        >>> row = {"texts": 4, "distinct": 0.5, "opening": "it is", "opening_share": 0.25, "words": 3.0,
+        ...        "grounding": 0.333}
+        >>> [str(v) for v in variety_table({"a": row}).loc["a"]]
+        ['4', '50.0%', 'it is', '25.0%', '3.0', '0.33']
+    """
+    varied = pd.DataFrame(rows).T
+    return pd.DataFrame(
+        {
+            "texts": varied["texts"].astype(int),
+            "distinct": [f"{v:.1%}" for v in varied["distinct"]],
+            "most common opening": varied["opening"],
+            "its share": [f"{v:.1%}" for v in varied["opening_share"]],
+            "words": varied["words"].astype(float).round(1),
+            "grounding": varied["grounding"].astype(float).round(2),
+        }
+    ).rename_axis(index)
