@@ -31,6 +31,12 @@ def test_plot_gains_one_panel_per_rqa_with_points_cis_and_the_papers_marks() -> 
     diamonds = [line.get_xydata()[0].tolist() for line in axes[0].lines if line.get_marker() == "D"]
     assert diamonds == [[3.22, 0.0]]
     assert [t.get_text() for t in axes[0].get_yticklabels()] == ["vanilla", "combined"]
+    low, high = axes[0].get_xlim()
+    assert high - 3.22 > 0.05 * (high - low)  # the diamond sits inside the panel, not on its edge
+    # three systems: two panels a row, the empty fourth slot removed
+    three = plot_gains(pd.concat([gains, gains.assign(rqa="minilm")]).reset_index(drop=True))
+    assert len(three) == 3 and len(three[0].figure.axes) == 3
+    assert [ax.get_subplotspec().get_geometry()[:2] for ax in three] == [(2, 2)] * 3
     plt.close("all")
 
 

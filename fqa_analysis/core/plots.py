@@ -316,6 +316,7 @@ def plot_gains(
     paper: dict[str, float] | None = None,
     scale: float = 100.0,
     axes: Sequence[Axes] | None = None,
+    per_row: int = 2,
 ) -> Sequence[Axes]:
     """Each reranker's change over the RQA alone with its CI, one panel per RQA system.
 
@@ -327,7 +328,9 @@ def plot_gains(
             :class:`~fqa_analysis.core.compare.Comparison` table, reset).
         paper: The paper's gain per reranker name, already in the plotted unit.
         scale: Factor applied to ``delta`` and its CI (100: shares to points).
-        axes: One Axes per RQA system; new ones (a row of panels sharing the y axis) when None.
+        axes: One Axes per RQA system; new ones (``per_row`` panels a row, sharing the y axis) when
+            None.
+        per_row: Panels a row when the Axes are created here.
 
     Returns:
         The Axes, one per RQA system.
@@ -335,14 +338,19 @@ def plot_gains(
     systems = list(dict.fromkeys(gains["rqa"]))
     rerankers = list(dict.fromkeys(gains["reranker"]))
     if axes is None:
-        _, created = plt.subplots(
-            1,
-            len(systems),
-            figsize=(3.2 * len(systems), 0.45 * len(rerankers) + 1.4),
+        # two panels a row: four side by side shrink the tick labels below reading size at page width
+        ncols = min(per_row, len(systems))
+        nrows = -(-len(systems) // ncols)
+        fig, created = plt.subplots(
+            nrows,
+            ncols,
+            figsize=(4.6 * ncols, nrows * (0.42 * len(rerankers) + 1.3)),
             sharey=True,
             squeeze=False,
         )
-        axes = list(created[0])
+        for extra in created.flat[len(systems) :]:
+            fig.delaxes(extra)
+        axes = list(created.flat[: len(systems)])
     y = {r: len(rerankers) - 1 - i for i, r in enumerate(rerankers)}  # first reranker on top
     for ax, rqa in zip(axes, systems, strict=True):
         rows = gains[gains["rqa"] == rqa]
@@ -354,7 +362,9 @@ def plot_gains(
             if name in y:
                 ax.plot(gain, y[name], marker="D", mfc="none", mec="black", linestyle="none")
         ax.axvline(0.0, color="grey", linewidth=0.8)
+        ax.margins(x=0.1)  # keeps a diamond or a CI end at the panel's edge whole
         ax.set_title(str(rqa))
         ax.set_xlabel("change (points)")
-    axes[0].set_yticks(list(y.values()), list(y.keys()))
+        ax.tick_params(labelsize=10)
+        ax.set_yticks(list(y.values()), list(y.keys()))
     return axes

@@ -39,6 +39,7 @@ __all__ = [
     "rating_prior",
     "rating_quality",
     "rating_value",
+    "unanimous_by_raters",
 ]
 
 #: Labels worst to best; the index of a label is its value on the ordinal scale.
@@ -121,6 +122,35 @@ def item_ratings(feedback: pd.DataFrame) -> pd.DataFrame:
     out["majority"] = labels.map(majority_label)
     out["unanimous"] = labels.map(lambda xs: len(set(xs)) == 1)
     return out.reset_index()
+
+
+def unanimous_by_raters(items: pd.DataFrame) -> pd.DataFrame:
+    """Share of unanimous items per number of annotators, with the split(s) each count comes from.
+
+    Two annotators agree more often than three by chance alone, so a share pooled over both kinds
+    of item mixes the two; this keeps them apart.
+
+    Args:
+        items: :func:`item_ratings` output (``n_ratings``, ``unanimous``, ``split``).
+
+    Returns:
+        One row per number of annotators: ``share`` (unanimous), ``items``, ``splits`` (comma-joined).
+
+    Example:
+        >>> items = pd.DataFrame({"split": ["train", "valid", "test", "test"], "n_ratings": [2, 2, 3, 3],
+        ...                       "unanimous": [True, False, True, True]})
+        >>> shares = unanimous_by_raters(items)
+        >>> shares["share"].to_dict(), shares["splits"].to_dict()
+        ({2: 0.5, 3: 1.0}, {2: 'train, valid', 3: 'test'})
+    """
+    groups = items.groupby("n_ratings")
+    return pd.DataFrame(
+        {
+            "share": groups["unanimous"].mean().astype(float),
+            "items": groups.size().astype(int),
+            "splits": groups["split"].agg(lambda s: ", ".join(dict.fromkeys(s))),
+        }
+    ).rename_axis("annotators")
 
 
 def _pairwise_agreement(groups: list[list[int]]) -> float:

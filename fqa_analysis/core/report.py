@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,6 +11,7 @@ import pandas as pd
 from fqa_analysis.core.compare import Comparison
 
 __all__ = [
+    "CI_HEADER",
     "NBSP",
     "breakable",
     "canonical_order",
@@ -153,6 +155,8 @@ def mean_sd_table(
 
 #: Header of the minimal-detectable-effect column (:func:`comparison_table`).
 MDE_HEADER = "MDE"
+#: The CI of a difference beside a Holm-adjusted p: the interval itself is not adjusted, and says so.
+CI_HEADER = "95% CI of Δ (unadjusted)"
 
 
 def comparison_table(
@@ -166,6 +170,7 @@ def comparison_table(
     raw_p: bool = False,
     wtl: bool = True,
     mde: bool = True,
+    mde_header: str | None = None,
 ) -> pd.DataFrame:
     """A comparison for reading: the mean, Δ, its CI as one cell, Holm's p, the MDE of a null, W / T / L.
 
@@ -185,6 +190,8 @@ def comparison_table(
         mde: show the minimal detectable effect (80% power, unadjusted 5% level) beside each
             result that is not significant after Holm (where the table has it); "—" where it is 0
             (the two systems agree on every question: the bootstrap has no spread).
+        mde_header: header of the MDE column; by default "MDE" with the unit the difference
+            header names in parentheses ("Δ (points)" gives "MDE (points)").
 
     Example:
         >>> row = {"rqa": "bm25", "reranker": "kl", "mean": 0.43321, "delta": 0.0049,
@@ -195,7 +202,11 @@ def comparison_table(
         >>> shown.index.tolist(), shown.iloc[0].str.replace(NBSP, " ").tolist()
         ([('bm25', 'kl')], ['43.32', '+0.49', '[-0.10, +1.10]', '0.123', '0.5', '3 / 9 / 1'])
         >>> comparison_table(t, levels=["reranker"], wtl=False).columns.tolist()
-        ['accuracy (%)', 'Δ (points)', '95% CI of Δ', 'p (Holm)']
+        ['accuracy (%)', 'Δ (points)', '95% CI of Δ (unadjusted)', 'p (Holm)']
+        >>> nulls = t.assign(mde=0.012)  # not significant after Holm: its MDE shown, in Δ's unit
+        >>> shown = comparison_table(nulls, wtl=False, scale=1.0, digits=3, delta_header="Δ (nats)")
+        >>> shown.columns[-1], shown.iloc[0, -1]
+        ('MDE (nats)', '0.012')
     """
     table = comparison.table if isinstance(comparison, Comparison) else comparison
     if levels is not None:
@@ -203,7 +214,7 @@ def comparison_table(
     rows = {
         mean_header: [f"{scale * m:.{digits}f}" for m in table["mean"]],
         delta_header: [f"{scale * d:+.{digits}f}" for d in table["delta"]],
-        "95% CI of Δ": [
+        CI_HEADER: [
             interval(scale * lo, scale * hi, digits)
             for lo, hi in zip(table["delta_ci_low"], table["delta_ci_high"], strict=True)
         ],
@@ -212,7 +223,9 @@ def comparison_table(
     }
     if mde and "mde" in table.columns:
         # beside a null result only: how large a difference these questions could have shown
-        rows[MDE_HEADER] = [
+        unit = re.search(r"\(([^()]*)\)\s*$", delta_header)
+        header = mde_header or (f"{MDE_HEADER} ({unit.group(1)})" if unit else MDE_HEADER)
+        rows[header] = [
             ("—" if m == 0 else f"{scale * m:.{digits}f}") if p >= 0.05 else ""
             for m, p in zip(table["mde"], table["p_holm"], strict=True)
         ]
