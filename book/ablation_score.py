@@ -23,10 +23,17 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from fqa_analysis import data
 from fqa_analysis.core.compare import significance_counts
-from fqa_analysis.core.plots import plot_grouped_bars
+from fqa_analysis.core.plots import plot_gains
 from fqa_analysis.core.report import breakable, comparison_table, mean_sd_table
-from fqa_analysis.core.reranking import score_ablation, score_outcomes, score_separation, seed_table
+from fqa_analysis.core.reranking import (
+    mean_rating_distribution,
+    score_ablation,
+    score_outcomes,
+    score_separation,
+    seed_table,
+)
 from fqa_analysis.core.results import load_candidates, load_stage, results_dir
 from fqa_analysis.models.reranker.variants import VARIANTS as DECLARED
 
@@ -89,7 +96,7 @@ mean_sd_table(both, row_order=[(r, v) for r in rescored for v in VARIANTS], digi
 # %% [markdown]
 # ## Is the difference real?
 #
-# For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of Δ = accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table. "changed" is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse. MDE (beside a difference not significant after Holm): a true difference at least that large would be found at p < 0.05 (unadjusted) in 80% of resamples, in points; "—" where the two rules pick the same answer for every question. Accuracies and Δ in points.
+# For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of Δ = accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table; the CI is not adjusted. "changed" is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse. MDE (beside a difference not significant after Holm): a true difference at least that large would be found at p < 0.05 (unadjusted) in 80% of resamples, in points; "—" where the two rules pick the same answer for every question. Accuracies and Δ in points.
 
 # %% tags=["hide-input"]
 shown = comparison_table(ablation.set_index(["rqa", "reranker"]), names=["RQA", "reranker"])
@@ -97,16 +104,15 @@ shown = shown.rename(columns={"accuracy (%)": "E[y]/3 (%)"}).rename(index=breaka
 shown.insert(len(shown.columns) - 1, "changed", [f"{100 * c:.1f}%" for c in ablation["changed_picks"]])
 shown  # P(Excellent)'s accuracy is in the table above
 
-# %% mystnb={"figure": {"caption": "Accuracy(E[y]/3) - accuracy(P(Excellent)) in points, per RQA system (groups) and reranker (bars), seed-averaged outcomes; the paired bootstrap CIs and Holm p-values are in the table above."}} tags=["hide-input"]
-plot_data = ablation.assign(delta_pts=100 * ablation["delta"])
-# RQA systems weakest to strongest, rerankers in the stage's order (the legend's order)
-plot_data = plot_data.sort_values(
+# %% mystnb={"figure": {"caption": "Accuracy(E[y]/3) - accuracy(P(Excellent)) in points, per RQA system (panels) and reranker (rows), seed-averaged outcomes: dots are the differences, bars their 95% paired-bootstrap CIs (unadjusted; the Holm p-values are in the table above). Right of the grey line, E[y]/3 is the better score."}} tags=["hide-input"]
+# RQA systems weakest to strongest, rerankers in the stage's order (top to bottom)
+plot_data = ablation.sort_values(
     ["rqa", "reranker"],
     key=lambda c: c.map({n: i for i, n in enumerate(SYSTEMS if c.name == "rqa" else VARIANTS)}),
 )
-ax = plot_grouped_bars(plot_data, "rqa", "reranker", "delta_pts")
-ax.axhline(0, color="grey", linewidth=0.8)
-ax.set_ylabel("accuracy(E[y]/3) - accuracy(P(Exc)), points")
+for ax in plot_gains(plot_data):
+    ax.set_xlabel("E[y]/3 − P(Excellent), points")
+plt.tight_layout()
 plt.show()
 
 # %% [markdown]
@@ -129,13 +135,4 @@ separation.set_index(["rqa", "reranker"]).rename_axis(["RQA", "reranker"]).renam
 # The two rules can pick differently only where a reranker puts mass on the middle ratings (Could be improved, Acceptable): E[y]/3 then differs from P(Excellent). The mean predicted distribution of each reranker over the candidates it rescored (four feedback domains, every RQA system and seed):
 
 # %% tags=["hide-input"]
-fb = rated[rated["domain"].isin(["Australia", "CDC", "UK", "WHO"])]
-mass = fb.groupby("reranker")[["p_bad", "p_could_be_improved", "p_acceptable", "p_excellent"]].mean()
-mass.reindex(VARIANTS).round(3).rename(  # mean predicted distribution over the rescored candidates
-    columns={
-        "p_bad": "Bad",
-        "p_could_be_improved": "Could be improved",
-        "p_acceptable": "Acceptable",
-        "p_excellent": "Excellent",
-    }
-)
+mean_rating_distribution(rated[rated["domain"].isin(data.FEEDBACK_DOMAINS)]).reindex(VARIANTS).round(3)

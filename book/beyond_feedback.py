@@ -43,7 +43,7 @@ from fqa_analysis.core.experiments import (
 from fqa_analysis.core.failures import failure_categories, page_overlap
 from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
 from fqa_analysis.core.ratings import item_ratings
-from fqa_analysis.core.report import comparison_table, interval, markdown_records
+from fqa_analysis.core.report import CI_HEADER, comparison_table, interval, markdown_records
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, score_outcomes
 from fqa_analysis.core.results import (
     load_candidates,
@@ -230,11 +230,11 @@ if CURRENT:
     SHORT = {"all feedback": "all", "without own domain": "without own", "size-matched control": "control"}
     display(
         qa.round(2)
-        .rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95% CI of Δ"})
+        .rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": CI_HEADER})
         .assign(
             Δ=[f"{100 * d:+.2f}" for d in own["delta"]],
             **{
-                "95% CI of Δ": [
+                CI_HEADER: [
                     interval(100 * a, 100 * b)
                     for a, b in zip(own["delta_ci_low"], own["delta_ci_high"], strict=True)
                 ]
@@ -268,11 +268,11 @@ if CURRENT:
     print("KL(annotators || P_phi) on the domain's own feedback_test items (nats; lower is better)")
     display(
         kl_tab.round(4)
-        .rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": "95% CI of Δ"})
+        .rename(columns={**SHORT, "leave-out - control": "Δ", "95% CI": CI_HEADER})
         .assign(
             Δ=[f"{d:+.4f}" for d in own_kl["delta"]],
             **{
-                "95% CI of Δ": [
+                CI_HEADER: [
                     interval(a, b, 4)
                     for a, b in zip(own_kl["delta_ci_low"], own_kl["delta_ci_high"], strict=True)
                 ]

@@ -70,8 +70,12 @@ lines = [
         if set(shares.reindex(list(ratings.LABELS)).fillna(0).nsmallest(2).index) == set(ratings.LABELS[1:3])
         else "."
     ),
-    f"Annotators agree moderately: all of an item's annotators give the same rating on "
-    f"{100 * items['unanimous'].mean():.0f}% of the items; Krippendorff's ordinal alpha ranges "
+    "Annotators agree moderately: all of an item's annotators give the same rating on "
+    + " and ".join(
+        f"{100 * r.share:.0f}% of the {r.items:,} items rated by {r.annotators} ({r.splits})"
+        for r in ratings.unanimous_by_raters(items).reset_index().itertuples()
+    )
+    + f"; Krippendorff's ordinal alpha ranges "
     f"{agree['alpha_ordinal'].min():.2f}-{agree['alpha_ordinal'].max():.2f} over domains and splits.",
     f"Explanations are short: median {lengths['words'].median():.0f} words "
     f"(Bad {lengths.loc[lengths['rating'] == 'Bad', 'words'].median():.0f}, Excellent "
@@ -117,10 +121,12 @@ ratings.label_distribution(feedback).round(3).rename(columns={"n": "ratings"})
 # %% [markdown]
 # ## Annotator agreement
 #
-# `unanimous`: share of items on which all annotators gave the same label; `pairwise`: share of annotator pairs (within an item) that agree; `alpha_ordinal`: Krippendorff's alpha with the ordinal metric on the 0-3 scale (1 = perfect agreement, 0 = chance). Annotator positions are not identities; alpha does not need them.
+# **Unanimous**: share of items on which all annotators gave the same label (two annotators on train and valid items, three on test items, so the test splits' shares are lower by construction); **pairwise**: share of annotator pairs (within an item) that agree; **Krippendorff's α**: alpha with the ordinal metric on the 0-3 scale (1 = perfect agreement, 0 = chance). Annotator positions are not identities; alpha does not need them.
 
 # %% tags=["hide-input"]
-agree.set_index(["domain", "split"]).round(3)
+agree.set_index(["domain", "split"]).round(3).rename(
+    columns={"unanimous": "unanimous", "pairwise": "pairwise", "alpha_ordinal": "Krippendorff's α (ordinal)"}
+)
 
 # %% mystnb={"figure": {"caption": "Agreement per domain and split: unanimous share, pairwise agreement and Krippendorff's ordinal alpha."}} tags=["hide-input"]
 # one panel per measure, stacked, so each reads at page width
@@ -152,7 +158,10 @@ plt.show()
 
 # %% tags=["hide-input"]
 summary = lengths.groupby("rating")["words"].describe()
-summary.reindex(list(ratings.LABELS))[["count", "mean", "25%", "50%", "75%", "max"]].round(1)
+summary = summary.reindex(list(ratings.LABELS))[["count", "mean", "25%", "50%", "75%", "max"]].round(1)
+summary.astype({"count": int}).rename(
+    columns={"count": "explanations", "25%": "1st quartile", "50%": "median", "75%": "3rd quartile"}
+).rename_axis("rating")
 
 # %% [markdown]
 # ## Examples

@@ -392,6 +392,13 @@ if READY:
 # Per form, seed and epoch: the rating and explanation losses on the training pairs (the rating loss is the cross-entropy to the annotators' distribution, so it includes that distribution's entropy) and the held-out KL with generated explanations (the epoch kept is the lowest). The training label prior's held-out KL is the bar to beat. The paper's form's seed 0 trained beside another job on the same two cores, so its wall times are inflated.
 
 # %% tags=["hide-input"]
+HISTORY_HEADERS = {
+    "epoch": "epoch",
+    "rating_loss": "rating loss",
+    "token_loss": "explanation loss",
+    "select_kl": "held-out KL",
+    "wall_s": "wall (min)",
+}
 if READY:
     print(f"training label prior, held-out KL: {prior_select_kl:.4f}")
     display(
@@ -401,9 +408,9 @@ if READY:
                     "form": NAMES[name],
                     "seed": s.removeprefix("seed"),
                     **{
-                        k: round(v, 4)
+                        HISTORY_HEADERS[k]: round(v / 60, 1) if k == "wall_s" else round(v, 4)
                         for k, v in e.items()
-                        if k in ("epoch", "rating_loss", "token_loss", "select_kl", "wall_s")
+                        if k in HISTORY_HEADERS
                     },
                 }
                 for name, entry in ((OURS, stage), (PAPER, paper_stage))
@@ -415,9 +422,18 @@ if READY:
 
 
 # %% [markdown]
-# Our form's stage, step by step, from `results/manifest.json` (`compute_s` is what computing the step cost; the paper's form was trained and scored in an earlier run (the same code path for that form) and is read here from its cache, so its own manifest entry records only the reading):
+# Our form's stage, step by step, from `results/manifest.json`: **compute** is what computing the step cost, **wall** the time it took on the clock (more where it waited on the other core's job). The paper's form's manifest entry (`explain_rate_paper`) records its own steps; where it served its model from the cache it records only the reading:
 
 # %% tags=["hide-input"]
 if READY:
     print(f"whole stage: {minutes:.1f} min of compute, peak {peak_gib:.1f} GiB")
-    display(pd.DataFrame(stage["timings"]).T[["compute_s", "wall_s", "from_cache"]])
+    steps = pd.DataFrame(stage["timings"]).T
+    display(
+        pd.DataFrame(
+            {
+                "compute (min)": (steps["compute_s"].astype(float) / 60).round(1),
+                "wall (min)": (steps["wall_s"].astype(float) / 60).round(1),
+                "from cache": ["yes" if c else "no" for c in steps["from_cache"]],
+            }
+        ).rename_axis("step")
+    )

@@ -40,7 +40,6 @@ explanations = load_table(RESULTS, "explanations.parquet")
 humans = load_table(RESULTS, "explanation_humans.parquet")
 top1 = load_table(RESULTS, "explanations_top1.parquet")
 levers = load_table(RESULTS, "explanation_levers.parquet")
-before = load_table(RESULTS, "explanations_generator_before.parquet")
 METRICS = ["rouge_l", "bleu", "embedding_sim", "consistent"]
 NAMES = {"rouge_l": "ROUGE-L", "bleu": "BLEU", "embedding_sim": "embedding sim.", "consistent": "consistency"}
 EXPLAINERS = list(dict.fromkeys(explanations["explainer"]))
@@ -82,7 +81,6 @@ human_rating = humans.groupby("rating")["consistent"].mean()
 met = [r for r in RATINGS if by_rating.loc["generator", r] >= human_rating[r]]
 sim = vs("retrieval_same_rating", "embedding_sim").loc["generator"]
 rouge = vs("template", "rouge_l").loc["generator"]
-before_major = before[before["rating_source"] == "majority"]
 chosen = levers[levers["chosen"]].set_index("lever").iloc[0]
 compute_min, _ = stage_cost(stage)
 lines = [
@@ -90,8 +88,7 @@ lines = [
     "rating), generator vs annotators: "
     + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATINGS)
     + f"; overall {gen['consistent'].mean():.3f} (humans {humans['consistent'].mean():.3f}). "
-    f"At least the humans' for {len(met)} of 4 ratings. The previous generator (rating in the encoder "
-    f"only): overall {before_major['consistent'].mean():.3f}.",
+    f"At least the humans' for {len(met)} of 4 ratings.",
     f"Embedding similarity to the annotators: generator {sim['mean']:.3f}, the rating-filtered retrieval "
     f"explainer {sim['baseline_mean']:.3f} (difference {sim['delta']:+.3f} "
     f"[{sim['delta_ci_low']:+.3f}, {sim['delta_ci_high']:+.3f}], Holm p {sim['p_holm']:.3g}); humans "
@@ -100,8 +97,7 @@ lines = [
     f"(difference {rouge['delta']:+.3f} [{rouge['delta_ci_low']:+.3f}, {rouge['delta_ci_high']:+.3f}], "
     f"Holm p {rouge['p_holm']:.3g}); humans {humans['rouge_l'].mean():.3f}.",
     f"Distinct explanations: generator {distinct_share(gen['explanation'].tolist()):.0%} of {len(gen):,} "
-    f"(before: {distinct_share(before_major['explanation'].tolist()):.0%}; humans "
-    f"{distinct_share(humans['explanation'].tolist()):.0%}).",
+    f"(humans {distinct_share(humans['explanation'].tolist()):.0%}).",
     f"Decoding, chosen on held-out explanations: {chosen.name} (held-out consistency "
     f"{chosen['consistent']:.2f}, similarity {chosen['embedding_sim']:.3f}; greedy "
     f"{levers.set_index('lever').loc['greedy', 'consistent']:.2f} / "
@@ -268,7 +264,6 @@ def variety_row(frame):
 
 
 sources = {e: majority[majority["explainer"] == e] for e in EXPLAINERS}
-sources["generator before"] = before[before["rating_source"] == "majority"]
 sources["humans"] = humans
 rows = {name: variety_row(frame) for name, frame in sources.items()}
 varied = pd.DataFrame(rows).T  # the figure below reads it
@@ -290,35 +285,9 @@ plt.show()
 
 
 # %% [markdown]
-# ## Before and after
-#
-# The generator of the previous version (rating in the encoder input only, three epochs, greedy), whose outputs are kept in `results/explanations_generator_before.parquet`, against this one, on the same items and metrics (majority rating). Not re-run: its code is in the git history.
-
-
-# %% tags=["hide-input"]
-def summary(frame):
-    row = {NAMES[m]: frame[m].mean() for m in METRICS}
-    row.update({f"consistency {r}": frame.loc[frame["rating"] == r, "consistent"].mean() for r in RATINGS})
-    row["distinct"] = frame["explanation"].nunique() / len(frame)
-    return row
-
-
-pd.DataFrame(
-    {
-        "before": summary(before_major),
-        "after": summary(gen),
-        "humans": {
-            **{NAMES[m]: humans[m].mean() for m in METRICS},
-            **{f"consistency {r}": human_rating[r] for r in RATINGS},
-            "distinct": humans["explanation"].nunique() / len(humans),
-        },
-    }
-).round(3)
-
-# %% [markdown]
 # ## What each lever changed (held-out explanations)
 #
-# Decided on the held-out 20% of the training questions, never on feedback_test: each (pair, rating) of the held-out explanations once, scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both, for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating (last row). The forced rating prefix itself is the before/after comparison above. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. Columns: consistency overall and per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding.
+# Decided on the held-out 20% of the training questions, never on feedback_test: each (pair, rating) of the held-out explanations once, scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both, for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating (last row). The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. Columns: consistency overall and per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding.
 
 # %% tags=["hide-input"]
 epochs = pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch")

@@ -279,10 +279,19 @@ RATE_ONLY = (
     else "feedback_kl_scratch"
 )
 if have(RATE_ONLY):
-    explain_rate = load_table(RESULTS, "explain_rate_candidates.parquet")
-    rate_only = candidates[(candidates["rqa"] == RQA) & (candidates["reranker"] == RATE_ONLY)]
-    both = score_outcomes(pd.concat([rate_only, explain_rate[explain_rate["rqa"] == RQA]], ignore_index=True))
-    explain_vs_rate = compare_to_baseline(both, baseline=RATE_ONLY).table.loc[(RQA, "feedback_explain_rate")]
+    # both forms against rate-only, as in the chapter, so that the Holm family (the two forms) is its own
+    forms = pd.concat(
+        [
+            candidates[(candidates["rqa"] == RQA) & (candidates["reranker"] == RATE_ONLY)],
+            load_table(RESULTS, "explain_rate_candidates.parquet"),
+            load_table(RESULTS, "explain_rate_paper_candidates.parquet"),
+        ],
+        ignore_index=True,
+    )
+    forms = forms[(forms["rqa"] == RQA) & forms["domain"].isin(data.FEEDBACK_DOMAINS)]
+    explain_vs_rate = compare_to_baseline(score_outcomes(forms), baseline=RATE_ONLY).table.loc[
+        (RQA, "feedback_explain_rate")
+    ]
     explained = pd.concat(
         [
             predictions.query("reranker == @RATE_ONLY"),

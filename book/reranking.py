@@ -38,6 +38,7 @@ from fqa_analysis.core.report import (
     plus_minus,
 )
 from fqa_analysis.core.reranking import (
+    ceiling_share,
     compare_family,
     compare_to_baseline,
     constant_rating_quality,
@@ -535,15 +536,10 @@ per_seed = curve.groupby(["reranker", "seed", "w"])["correct"].mean()
 # A top-5 reranker can only answer correctly when the gold passage is among the five (recall@5). Share of the gap between the RQA alone and that ceiling which each reranker closes (seed mean, overall micro); a negative share means the reranker moves correct answers out of first place more often than it brings gold ones in:
 
 # %% tags=["hide-input"]
-ceiling = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS) & (outcomes["reranker"] == "none")]
-ceiling = ceiling.groupby("rqa")["gold_in_topk"].mean()
-gap = micro.table.reset_index().assign(
-    recall_at_5=lambda t: t["rqa"].map(ceiling),
-    closed=lambda t: (t["mean"] - t["baseline_mean"]) / (t["recall_at_5"] - t["baseline_mean"]),
-)
-gap.pivot(index="rqa", columns="reranker", values="closed").reindex(
-    index=RESCORED, columns=RERANKERS[1:]
-).round(3).rename_axis(index="RQA", columns=None).rename(columns=breakable)
+overall_alone = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS)]
+ceiling_share(micro.table.reset_index(), overall_alone).reindex(index=RESCORED, columns=RERANKERS[1:]).round(
+    3
+).rename_axis(index="RQA", columns=None).rename(columns=breakable)
 
 # %% [markdown]
 # ## The relevance model's recipe
@@ -668,14 +664,20 @@ else:
 # %% [markdown]
 # ## Cost of the stage
 #
-# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): `data` (loading the data and the pseudo pairs' negatives), `lower_layers` (the token-embedding lookup of every distinct pair, computed once), then per reranker and seed its training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). `compute_s` (seconds) and `compute_peak_rss_mb` are what computing each step cost when it ran; some steps ran beside other jobs on the same two cores, which inflates their seconds. The stage total counts each model once, by its own training record (`counted_s`: a model's epochs, training and selection pass): where a step also trained the relevance model because the model cache lacked it (`relevance_model`, or inside a warm variant's training step), that training is counted in `vanilla/seed0/train` only.
+# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): `data` (loading the data and the pseudo pairs' negatives), `lower_layers` (the token-embedding lookup of every distinct pair, computed once), then per reranker and seed its training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). **Compute** (minutes) and **peak memory** are what each step cost when it ran; some steps ran beside other jobs on the same two cores, which inflates their minutes. The stage total counts each model once, by its own training record (**counted**: a model's epochs, training and selection pass): where a step also trained the relevance model because the model cache lacked it (`relevance_model`, or inside a warm variant's training step), that training is counted in `vanilla/seed0/train` only.
 
 # %% tags=["hide-input"]
 timings = pd.DataFrame(stage["timings"]).T
 timings["counted_s"] = pd.Series(counted_seconds(stage))
-cols = [c for c in ("compute_s", "counted_s", "compute_peak_rss_mb") if c in timings.columns]
+cost_view = pd.DataFrame(
+    {
+        "compute (min)": (timings["compute_s"].astype(float) / 60).round(1),
+        "counted (min)": (timings["counted_s"].astype(float) / 60).round(1),
+        "peak memory (GiB)": (timings["compute_peak_rss_mb"].astype(float) / 1024).round(2),
+    }
+).rename_axis("step")
 print(
     f"whole stage: {compute_min:.1f} min of compute, peak {peak_gib:.1f} GiB; {stage['scored_pairs']:,} "
     "distinct pairs scored per reranker"
 )
-timings[cols].rename_axis("step")
+cost_view

@@ -33,7 +33,7 @@ import pandas as pd
 from fqa_analysis.core.candidates import RATING_COLUMNS, RUN_KEYS
 from fqa_analysis.core.compare import Comparison, compare
 from fqa_analysis.core.metrics import accuracy_by_test_set, overall_accuracy, test_set_label
-from fqa_analysis.core.ratings import kl_rows, rating_quality, rating_value
+from fqa_analysis.core.ratings import LABELS, kl_rows, rating_quality, rating_value
 from fqa_analysis.core.scoring import (
     RerankerScore,
     combined_score,
@@ -48,6 +48,7 @@ __all__ = [
     "AGREEMENT_SUBSETS",
     "FEEDBACK_CLAIM",
     "auc",
+    "ceiling_share",
     "compare_family",
     "compare_to_baseline",
     "constant_quality_by_subset",
@@ -55,6 +56,8 @@ __all__ = [
     "feedback_pairs",
     "freezing_effect",
     "join_annotators",
+    "loss_comparisons",
+    "mean_rating_distribution",
     "model_kl",
     "per_item_rating_scores",
     "pick_disagreement",
@@ -480,6 +483,101 @@ def per_item_rating_scores(joined: pd.DataFrame) -> pd.DataFrame:
         .agg(unanimous=("unanimous", "first"), kl=("kl", "mean"), correct=("correct", "mean"))
         .reset_index()
     )
+
+
+def loss_comparisons(
+    per_item: pd.DataFrame,
+    baseline: str = "feedback_kl",
+    metrics: Sequence[str] = ("kl", "correct"),
+    commit: str | None = None,
+) -> pd.DataFrame:
+    """Every other reranker against ``baseline`` per (metric, agreement subset), paired over items.
+
+    The loss ablation's test family: :func:`~fqa_analysis.core.compare.compare` on the seed-averaged
+    per-item scores of :func:`per_item_rating_scores`, stratified by domain, Holm over the rerankers
+    within one (metric, subset).
+
+    Args:
+        per_item: :func:`per_item_rating_scores` rows of ``baseline`` and the rerankers it is
+            compared with.
+        baseline: The reranker every other is compared with.
+        metrics: Per-item columns to compare (``kl``: lower is better; ``correct``).
+        commit: Code version recorded in each comparison's signature.
+
+    Returns:
+        The comparisons' tables, reset, stacked, with ``metric`` and ``subset`` columns.
+
+    Example:
+        >>> per_item = pd.DataFrame({"reranker": ["kl"] * 4 + ["ce"] * 4, "domain": "A",
+        ...     "item_id": [0, 1, 2, 3] * 2, "unanimous": [True, True, False, False] * 2,
+        ...     "kl": [0.2, 0.4, 0.6, 0.8, 0.1, 0.3, 0.9, 0.9], "correct": [1.0, 0, 1, 0, 1, 1, 0, 0]})
+        >>> t = loss_comparisons(per_item, baseline="kl").set_index(["metric", "subset", "reranker"])
+        >>> t["delta"].round(3).tolist()  # ce - kl: all, unanimous, disagree; then argmax accuracy
+        [0.05, -0.1, 0.2, 0.0, 0.5, -0.5]
+    """
+    parts = []
+    for metric in metrics:
+        for subset, part in _subsets(per_item).items():
+            cmp = compare(
+                part,
+                system="reranker",
+                baseline=baseline,
+                value=metric,
+                keys=["domain", "item_id"],
+                strata=["domain"],
+                commit=commit,
+            )
+            parts.append(cmp.table.reset_index().assign(metric=metric, subset=subset))
+    return pd.concat(parts, ignore_index=True)
+
+
+def ceiling_share(table: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Share of the gap between the RQA alone and its top-k ceiling (recall@k) a reranker closes.
+
+    A top-k reranker is right at most where the gold passage is among the k; a negative share
+    means it moves right answers out of first place more often than it brings gold ones in.
+
+    Args:
+        table: Rows with ``rqa, reranker, mean, baseline_mean`` (a
+            :func:`compare_to_baseline` table, reset).
+        outcomes: :func:`score_outcomes` rows of the RQA alone (``reranker == "none"``, with
+            ``gold_in_topk``), on the questions the table averages.
+
+    Returns:
+        ``rqa`` x ``reranker`` shares.
+
+    Example:
+        >>> table = pd.DataFrame({"rqa": "bm25", "reranker": ["a", "b"], "mean": [0.6, 0.45],
+        ...                       "baseline_mean": 0.5})
+        >>> alone = pd.DataFrame({"rqa": "bm25", "reranker": "none", "gold_in_topk": [1, 1, 1, 0]})
+        >>> ceiling_share(table, alone).loc["bm25"].round(2).tolist()  # (0.6 - 0.5) / (0.75 - 0.5)
+        [0.4, -0.2]
+    """
+    alone = outcomes[outcomes["reranker"] == "none"]
+    ceiling = alone.groupby("rqa")["gold_in_topk"].mean()
+    closed = table.assign(
+        closed=(table["mean"] - table["baseline_mean"]) / (table["rqa"].map(ceiling) - table["baseline_mean"])
+    )
+    return closed.pivot(index="rqa", columns="reranker", values="closed")
+
+
+def mean_rating_distribution(candidates: pd.DataFrame) -> pd.DataFrame:
+    """Each reranker's P_phi averaged over the candidates it rescored (every RQA system and seed).
+
+    Where a reranker puts mass on the middle ratings, E[y]/3 and P(Excellent) can rank apart.
+
+    Returns:
+        One row per reranker (order of first appearance), Bad .. Excellent.
+
+    Example:
+        >>> c = pd.DataFrame({"reranker": ["x", "x"], "p_bad": [0.5, 0.1], "p_could_be_improved": 0.0,
+        ...                   "p_acceptable": [0.2, 0.0], "p_excellent": [0.3, 0.9]})
+        >>> mean_rating_distribution(c).loc["x"].round(2).tolist()
+        [0.3, 0.0, 0.1, 0.6]
+    """
+    rated = candidates[candidates["reranker"] != "none"]
+    mass = rated.groupby("reranker", sort=False)[list(RATING_COLUMNS)].mean()
+    return mass.set_axis(list(LABELS), axis=1)
 
 
 def model_kl(joined: pd.DataFrame) -> pd.Series:
