@@ -322,8 +322,7 @@ stability.set_index(["rqa", "reranker"]).rename_axis(["RQA", "reranker"]).assign
 )
 
 # %% tags=["hide-input"]
-spread_domains = stability[w_cols].max(axis=1) - stability[w_cols].min(axis=1)
-spread_seeds = stability[s_cols].max(axis=1) - stability[s_cols].min(axis=1)
+spread_domains, spread_seeds = stability["w_range_domains"], stability["w_range_seeds"]
 print(
     f"best w across domains: range {spread_domains.min():.2f}..{spread_domains.max():.2f} "
     f"(median {spread_domains.median():.2f}); "

@@ -229,6 +229,13 @@ def _parser() -> argparse.ArgumentParser:
         f"explain_rate_paper_*) (default: {ExplainRateConfig().form}; `fqa run` without a stage runs both)",
     )
     run_p.add_argument(
+        "--explain-rate-unlikelihood",
+        type=_float_in(0.0, 100.0),
+        help="explain-then-rate reranker (our form): weight of an unlikelihood term against openings "
+        "its own explanations share across a batch, 0..100 (default: "
+        f"{ExplainRateConfig.opening_unlikelihood:g}, none)",
+    )
+    run_p.add_argument(
         "--fractions",
         type=_fractions,
         help="beyond stage: shares in (0, 1] of the training feedback for the learning curve "
@@ -286,6 +293,7 @@ STAGES: dict[str, set[str]] = {
         "max_steps",
         "explain_rate_epochs",
         "explain_rate_form",
+        "explain_rate_unlikelihood",
         # the relevance model its encoder starts from
         "pseudo_negatives",
         "relevance_loss",
@@ -402,6 +410,11 @@ def _pointless(args: argparse.Namespace) -> list[str]:
         # the other stages load the rerank stage's models with every layer: a frozen run is a
         # measurement in a folder of its own, not a setting for the whole pipeline
         notes.append(f"--warm-frozen-layers is read by `fqa run rerank` alone, not `fqa run {args.stage}`")
+    if args.explain_rate_unlikelihood and args.stage == "explain_rate" and args.explain_rate_form == "paper":
+        notes.append(
+            "--explain-rate-unlikelihood acts on the explanations our form writes while training; "
+            "the paper's form (--explain-rate-form paper) reads the annotators' instead"
+        )
     if args.warm_frozen_layers and args.frozen_layers:
         notes.append(
             "--frozen-layers with --warm-frozen-layers would train the relevance model on MiniLM's "
@@ -547,6 +560,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     bf16=uses_bf16(device),
                     head_reads=head_reads,
                     head_input=head_input,
+                    # our form only (the paper's reads the annotators' explanations, not its own)
+                    opening_unlikelihood=(
+                        (args.explain_rate_unlikelihood or 0.0) if head_reads == "own" else 0.0
+                    ),
                 ),
                 seeds=args.seeds or (PAPER_FORM_SEEDS if form == "paper" else ExplainRateRunConfig.seeds),
                 rqa=args.rescore or ExplainRateRunConfig.rqa,

@@ -251,6 +251,7 @@ def test_weight_stability_reports_the_best_weight_per_domain_and_seed() -> None:
     assert table["w*A"] == 0.0 and table["w*B"] == 1.0
     assert table["best_w"] == 0.0  # 0.0 and 1.0 tie overall and are equally far from 0.5: the smaller
     assert table["w*seed0"] == 0.0 and table["accuracy_at_half"] == 0.0
+    assert table["w_range_domains"] == 1.0 and table["w_range_seeds"] == 0.0  # both seeds tie: 0.0
 
 
 def test_estimate_averages_seeds_per_question_first() -> None:

@@ -63,6 +63,10 @@ from fqa_analysis.cli import main
             "argument --explain-opening-weight: nan is out of range",
         ),
         (["explain", "--explain-opening-weight", "lots"], "'lots' is not a number (allowed: 0..100)"),
+        (
+            ["explain_rate", "--explain-rate-unlikelihood", "-0.5"],
+            "argument --explain-rate-unlikelihood: -0.5 is out of range (allowed: 0..100)",
+        ),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2(
@@ -97,6 +101,11 @@ def test_a_bad_value_is_one_line_and_exit_2(
         (
             ["rerank", "--warm-frozen-layers", "4", "--frozen-layers", "2"],
             "--frozen-layers with --warm-frozen-layers would train the relevance model",
+        ),
+        (["rerank", "--explain-rate-unlikelihood", "1"], "--explain-rate-unlikelihood is read by stage"),
+        (
+            ["explain_rate", "--explain-rate-form", "paper", "--explain-rate-unlikelihood", "1"],
+            "--explain-rate-unlikelihood acts on the explanations our form writes",
         ),
         (
             ["rqa", "--systems", "bm25,minilm", "--epochs", "2"],

@@ -99,6 +99,40 @@ def test_own_form_rates_what_it_wrote_and_learns_only_the_annotators_words() -> 
     assert losses["own"][0] != pytest.approx(losses["human"][0], rel=1e-3)
 
 
+def test_opening_unlikelihood_adds_a_penalty_where_own_explanations_share_an_opening(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Own explanations that open alike: the term is positive, and the rating and token parts stay."""
+    import torch
+
+    from fqa_analysis.models import explain_rate
+
+    # an untrained decoder's greedy explanations share their first token (checked below) and
+    # drift apart after it: an opening of one token
+    monkeypatch.setattr(explain_rate, "OPENING_TOKENS", 1)
+
+    pairs = [
+        RatedExplanations("Do masks work?", "Masks reduce spread.", (0.0, 0.0, 0.5, 0.5), ("Clear.",)),
+        RatedExplanations("Can I travel?", "Flights are cancelled.", (1.0, 0.0, 0.0, 0.0), ("Off topic.",)),
+    ]
+    parts = {}
+    for weight in (0.0, 2.0):
+        config = ExplainRateConfig(bf16=False, max_new_tokens=6, opening_unlikelihood=weight)
+        model = ExplainRateModel.new(config, seed=0)
+        model.modules.eval()
+        with torch.no_grad():
+            total, rating, token = model.loss(pairs)
+            written = model.predict([(p.question, p.passage_text) for p in pairs])[1]
+        parts[weight] = (float(total), rating, token)
+    assert written[0].split()[0] == written[1].split()[0]  # a shared opening, the term's target
+    assert parts[2.0][1:] == pytest.approx(parts[0.0][1:], rel=1e-6)  # rating and token parts as before
+    assert parts[2.0][0] > parts[0.0][0] + 1e-4
+    with pytest.raises(ValueError, match="head_reads='own' only"):
+        ExplainRateConfig(head_reads="human", head_input="decoder", opening_unlikelihood=1.0)
+    assert "opening_unlikelihood" not in config_key(ExplainRateConfig())  # cached models keep their keys
+    assert config_key(ExplainRateConfig(opening_unlikelihood=1.0))["opening_unlikelihood"] == 1.0
+
+
 def test_forms_are_checked_and_keyed_apart() -> None:
     with pytest.raises(ValueError, match="head_reads must be one of"):
         ExplainRateConfig(head_reads="annotators")

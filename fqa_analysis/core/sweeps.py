@@ -219,7 +219,9 @@ def weight_stability(curve: pd.DataFrame) -> pd.DataFrame:
 
     Returns:
         One row per (rqa, reranker): ``best_w``, ``best_accuracy``, ``accuracy_at_half``,
-        ``accuracy_at_0``, then ``w*<domain>`` and ``w*seed<seed>`` columns.
+        ``accuracy_at_0``, then ``w*<domain>`` and ``w*seed<seed>`` columns, and how far the best w
+        moves between domains (``w_range_domains``) and between seeds (``w_range_seeds``, 0 with
+        one seed): the largest minus the smallest.
     """
     keys = ["rqa", "reranker"]
     out = weight_optima(curve, keys).set_index(keys)
@@ -227,6 +229,7 @@ def weight_stability(curve: pd.DataFrame) -> pd.DataFrame:
         per = weight_optima(curve, [*keys, by]).pivot_table(index=keys, columns=by, values="best_w")
         per.columns = [f"w*{'seed' if by == 'seed' else ''}{c}" for c in per.columns]
         out = out.join(per)
+        out[f"w_range_{by}s"] = per.max(axis=1) - per.min(axis=1)
     return out.reset_index()
 
 

@@ -62,10 +62,12 @@ __all__ = [
     "FORMS",
     "HEAD_INPUTS",
     "HEAD_READS",
+    "OPENING_TOKENS",
     "ExplainRateConfig",
     "ExplainRateModel",
     "RatedExplanations",
     "load_encoder_layers",
+    "opening_unlikelihood",
     "rated_explanations",
     "train_explain_rate",
 ]
@@ -78,6 +80,8 @@ CACHE_VERSION = "explain-rate-2"
 HEAD_READS = ("own", "human")
 #: What the rating head can see (see the module docstring).
 HEAD_INPUTS = ("decoder+encoder", "decoder")
+#: Tokens of an explanation's opening that :func:`opening_unlikelihood` pushes down.
+OPENING_TOKENS = 4
 #: The two forms the stage runs by name, as ``(head_reads, head_input)``: ours (the default
 #: settings) and the paper's.
 FORMS = {"ours": ("own", "decoder+encoder"), "paper": ("human", "decoder")}
@@ -113,6 +117,11 @@ class ExplainRateConfig:
     #: explanation and the mean of the encoder's states of the pair) or ``"decoder"`` (the
     #: decoder's state alone, the paper's form).
     head_input: str = field(default="decoder+encoder", metadata=OMIT_AT_DEFAULT)
+    #: Weight of an unlikelihood term against the model's own over-used openings (``head_reads
+    #: = "own"`` only): the first :data:`OPENING_TOKENS` tokens of each greedy explanation it wrote
+    #: for the batch are pushed down in proportion to how many of the batch's other explanations
+    #: open the same way (:func:`opening_unlikelihood`). 0, the default, leaves training as it was.
+    opening_unlikelihood: float = field(default=0.0, metadata=OMIT_AT_DEFAULT)
 
     @property
     def form(self) -> str:
@@ -134,6 +143,12 @@ class ExplainRateConfig:
             raise ValueError(f"head_reads must be one of {HEAD_READS}, not {self.head_reads!r}")
         if self.head_input not in HEAD_INPUTS:
             raise ValueError(f"head_input must be one of {HEAD_INPUTS}, not {self.head_input!r}")
+        if not 0.0 <= self.opening_unlikelihood < float("inf"):
+            raise ValueError(f"opening_unlikelihood must be >= 0, not {self.opening_unlikelihood!r}")
+        if self.opening_unlikelihood and self.head_reads != "own":
+            raise ValueError(
+                "opening_unlikelihood acts on the model's own explanations: head_reads='own' only"
+            )
 
 
 @dataclass(frozen=True)
@@ -187,6 +202,48 @@ def _decoder_batch(tokenizer: Any, texts: Sequence[str], max_len: int) -> tuple[
     mask = (ids != tokenizer.pad_token_id).long()
     last = torch.tensor([len(s) - 1 for s in seqs])
     return ids, mask, labels, last
+
+
+def opening_unlikelihood(logits: Any, labels: Any, tokens: int = OPENING_TOKENS) -> Any:
+    """Unlikelihood of openings shared across a batch of the model's own explanations.
+
+    Greedy decoding from a weakly conditioned decoder writes the same sentence for every pair
+    (the single-sentence collapse). For each explanation, its opening is its first ``tokens``
+    label ids; its weight is the share of the batch's *other* explanations that open the same
+    way (0 for a unique opening, 1 when every explanation shares it). The term is the weighted
+    mean over explanations and opening positions of ``-log(1 - p(token))`` (Welleck et al., 2020),
+    so it lowers the probability of the shared opening's tokens and leaves unique ones alone.
+
+    Args:
+        logits: ``(n, T, V)`` decoder logits over the explanations, teacher-forced.
+        labels: ``(n, T)`` the next-token ids (-100 at padding), as :func:`_decoder_batch` gives.
+        tokens: Length of the opening, in tokens.
+
+    Returns:
+        A scalar tensor (0 when fewer than two explanations).
+
+    Example:
+        >>> import torch
+        >>> logits = torch.zeros(3, 2, 2)  # p = 0.5 for either token everywhere
+        >>> labels = torch.tensor([[0, 1], [0, 1], [1, 1]])
+        >>> # rows 0 and 1 share an opening: weight 1/2 each, row 2 is unique: weight 0
+        >>> # mean over 3 rows x 2 positions of w * -log(0.5) = (0.5 + 0.5) * 2 * ln 2 / 6
+        >>> round(float(opening_unlikelihood(logits, labels, tokens=2)), 4)
+        0.231
+    """
+    import torch
+
+    n = labels.shape[0]
+    if n < 2:
+        return logits.sum() * 0.0
+    opening = labels[:, :tokens]
+    same = (opening.unsqueeze(0) == opening.unsqueeze(1)).all(dim=-1).float()  # (n, n)
+    weight = (same.sum(dim=1) - 1.0) / (n - 1)  # share of the other rows opening the same way
+    valid = opening != -100
+    probs = torch.softmax(logits[:, :tokens].float(), dim=-1)
+    p = probs.gather(-1, opening.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    penalty = -torch.log((1.0 - p).clamp(min=1e-6)) * valid.float()
+    return (weight.unsqueeze(1) * penalty).sum() / (n * tokens)
 
 
 class ExplainRateModel:
@@ -278,7 +335,12 @@ class ExplainRateModel:
             torch.cat([source_mask.repeat_interleave(counts, dim=0), source_mask[: len(own)]]),
             [*human, *own],
         )
+        unlikely = logits.sum() * 0.0
         if own:
+            if self.config.opening_unlikelihood:
+                unlikely = opening_unlikelihood(
+                    logits[len(human) :], labels[len(human) :].clone(), OPENING_TOKENS
+                )
             labels[len(human) :] = -100  # the model's own words are read, never learned
             rating = rating[len(human) :]
             targets = [p.target for p in pairs]
@@ -290,6 +352,8 @@ class ExplainRateModel:
             logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100
         )
         total = rating_loss + self.config.explanation_weight * token_loss
+        if self.config.opening_unlikelihood:
+            total = total + self.config.opening_unlikelihood * unlikely
         return total, float(rating_loss.detach()), float(token_loss.detach())
 
     def _generate(self, hidden: Any, source_mask: Any) -> list[str]:
