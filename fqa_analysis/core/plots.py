@@ -60,6 +60,14 @@ _SYSTEM_COLORS: dict[str, str] = {
     "feedback_ce_annotator_scratch": "#F0A3D0",
     "feedback_ce_majority_scratch": "#666666",
     "recall@k (ceiling)": "#000000",
+    # explainers (the explanations chapters): people in black, as the ceiling above
+    "template": "#999999",
+    "retrieval_any_rating": "#56B4E9",
+    "retrieval_same_rating": "#0072B2",
+    "generator": "#D55E00",
+    "explain_rate": "#CC79A7",
+    "humans": "#000000",
+    "human": "#000000",
 }
 _SPARE = ("#D55E00", "#CC79A7", "#0072B2", "#009E73", "#E69F00", "#56B4E9", "#000000")
 
