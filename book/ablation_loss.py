@@ -205,7 +205,9 @@ if READY:
 if READY:
     # `vanilla` learned pseudo-ratings (gold Excellent, negatives Bad), not the annotators': its KL,
     # in the table above, is about three times the others' and would flatten every other bar
-    drawn = quality[quality["reranker"] != "vanilla"]
+    drawn = quality[quality["reranker"] != "vanilla"].sort_values(
+        "reranker", key=lambda r: r.map({v: i for i, v in enumerate(VARIANTS)}), kind="stable"
+    )  # bars in the stage's order
     if "vanilla" in set(quality["reranker"]):
         print(
             "not drawn: vanilla (KL on all items "

@@ -454,23 +454,21 @@ why_view
 # %% [markdown]
 # ## Each reranker alone on every RQA system
 #
-# Accuracy@1 of each reranker alone (argmax P(Excellent) among that system's top 5; ties to the better RQA rank) beside the RQA alone, overall micro, mean over seeds, in %; the line above the table names the (RQA, reranker) pairs where the reranker alone is the better of the two. A reranker that is right more often than the RQA it rescores has something to add; one that is right less often can add only where the RQA is unsure.
+# Accuracy@1 of each reranker alone (argmax P(Excellent) among that system's top 5; ties to the better RQA rank) beside the RQA alone (first row), overall micro, mean over seeds, in %, one column per RQA system; the line above the table names the (RQA, reranker) pairs where the reranker alone is the better of the two. A reranker that is right more often than the RQA it rescores has something to add; one that is right less often can add only where the RQA is unsure.
 
 # %% tags=["hide-input"]
 every = pd.concat([reranker_quality(candidates, r).assign(rqa=r) for r in RESCORED], ignore_index=True)
 by_rqa = every.groupby(["rqa", "reranker"], sort=False)[["alone", "reranked", "rqa_alone"]].mean()
-alone_view = (
-    (100 * by_rqa["alone"]).unstack("reranker").reindex(index=RESCORED, columns=RERANKERS[1:]).round(1)
-)
-alone_view.insert(
-    0, "RQA alone", (100 * by_rqa["rqa_alone"].groupby("rqa").first()).reindex(RESCORED).round(1)
-)
+# rerankers as rows, RQA systems as columns: the table grows down, not across, with the variants present
+alone_view = (100 * by_rqa["alone"]).unstack("rqa").reindex(index=RERANKERS[1:], columns=RESCORED).round(1)
+rqa_row = (100 * by_rqa["rqa_alone"].groupby("rqa").first()).reindex(RESCORED).round(1)
+alone_view = pd.concat([rqa_row.to_frame("RQA alone").T, alone_view])
 above = by_rqa[by_rqa["alone"] > by_rqa["rqa_alone"]].index.tolist()
 print(
     f"reranker alone above the RQA alone in {len(above)} of {len(by_rqa)} (RQA, reranker) pairs: "
     + (", ".join(f"{r} + {k}" for r, k in above) or "none")
 )
-alone_view.rename_axis(index="RQA", columns=None).rename(columns=breakable)
+alone_view.rename_axis(index="reranker alone", columns="RQA").rename(index=breakable)
 
 # %% [markdown]
 # The AUC of P(Excellent) on every rescored RQA system's top 5, seeds pooled:
@@ -479,9 +477,9 @@ alone_view.rename_axis(index="RQA", columns=None).rename(columns=breakable)
 from fqa_analysis.core.reranking import score_separation
 
 auc_by_rqa = score_separation(candidates).pivot(index="rqa", columns="reranker", values="auc_p_excellent")
-auc_by_rqa.reindex(index=RESCORED, columns=RERANKERS[1:]).round(3).rename_axis(
-    index="RQA", columns=None
-).rename(columns=breakable)
+auc_by_rqa.T.reindex(index=RERANKERS[1:], columns=RESCORED).round(3).rename_axis(
+    index="reranker", columns="RQA"
+).rename(index=breakable)
 
 # %% [markdown]
 # ## Beside the paper
@@ -537,9 +535,10 @@ per_seed = curve.groupby(["reranker", "seed", "w"])["correct"].mean()
 
 # %% tags=["hide-input"]
 overall_alone = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS)]
-ceiling_share(micro.table.reset_index(), overall_alone).reindex(index=RESCORED, columns=RERANKERS[1:]).round(
-    3
-).rename_axis(index="RQA", columns=None).rename(columns=breakable)
+closed = ceiling_share(micro.table.reset_index(), overall_alone).T
+closed.reindex(index=RERANKERS[1:], columns=RESCORED).round(3).rename_axis(
+    index="reranker", columns="RQA"
+).rename(index=breakable)
 
 # %% [markdown]
 # ## The relevance model's recipe
