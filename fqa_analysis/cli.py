@@ -213,7 +213,8 @@ def _parser() -> argparse.ArgumentParser:
         "--explain-opening-weight",
         type=_float_in(0.0, 100.0),
         help="explanation chooser: penalty against openings the generator over-uses (their share of its "
-        f"greedy explanations, times this weight), 0..100 (default: {DecodeConfig.opening_weight:g}, none)",
+        "greedy explanations, times this weight), 0..100; given, it fixes the decoding of feedback_test "
+        "(default: the held-out levers adopt the policy, see the Explanations chapter)",
     )
     run_p.add_argument(
         "--explain-rate-epochs",
@@ -529,7 +530,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             else args.explain_opening_weight
         )
         decode = DecodeConfig(candidates=candidates, opening_weight=opening)
-        explain = ExplainRunConfig(generator=generator, decode=decode, subset=args.subset)
+        # a weight given by hand fixes the decoding; otherwise the held-out levers adopt one
+        explain = ExplainRunConfig(
+            generator=generator, decode=decode, subset=args.subset, adopt=args.explain_opening_weight is None
+        )
         _report(run_explain(data_dir, args.out, explain, args.cache_dir))
     if args.stage in ("all", "beyond"):
         from fqa_analysis.stages.beyond import BeyondRunConfig, run_beyond

@@ -185,10 +185,16 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     accuracy = stage["rating_classifier_heldout_accuracy_by_rating"]
     assert set(accuracy) == {"overall", "Bad", "Could be Improved", "Acceptable", "Excellent"}
     # the held-out levers: greedy, repetition penalty, one sample, best of k by three choosers, the
-    # same with each opening penalty, the policy
+    # same with each opening penalty, the policy; then the template and retrieval as references
     levers = pd.read_parquet(out / "explanation_levers.parquet")
-    rows = 7 + len(OPENING_WEIGHTS)
+    rows = 7 + len(OPENING_WEIGHTS) + 2
     assert levers["lever"].iloc[0] == "greedy" and len(levers) == rows and levers["chosen"].sum() == 1
+    assert levers["lever"].tolist()[-2:] == ["reference: template", "reference: retrieval_same_rating"]
+    # at most one policy adopted (none where no policy keeps the bars), and the manifest says which
+    assert levers["adopted"].sum() <= 1 and (levers["policy"] != "").sum() == 2 + len(OPENING_WEIGHTS)
+    adopted = levers.loc[levers["adopted"], "lever"].tolist()
+    assert stage["adopted_lever"] == (adopted[0] if adopted else None)
+    assert stage["decode"]["sample_all"] == (bool(adopted) and "where greedy disagrees" not in adopted[0])
     assert levers["consistent"].between(0, 1).all() and levers["distinct"].between(0, 1).all()
     assert levers["opening_share"].between(0, 1).all() and levers["grounding"].dropna().between(0, 1).all()
     assert {"consistent", "select_loss"} <= set(stage["generator_history"]["epochs"][0])

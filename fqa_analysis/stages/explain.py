@@ -22,7 +22,7 @@ recorded, since it bounds what consistency can show.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,7 @@ class ExplainRunConfig:
         rating_reranker: Reranker variant whose predicted rating is explained (seed 0).
         subset: First N items of every feedback split and N questions per test set (CI).
         holdout: Held-out share of questions (``available`` protocol), as for the rerankers.
+        adopt: Whether the held-out levers choose the decoding of feedback_test (:func:`adopt_policy`).
     """
 
     generator: GeneratorConfig = field(default_factory=GeneratorConfig)
@@ -76,6 +77,9 @@ class ExplainRunConfig:
     rating_reranker: str = "feedback_kl"
     subset: int | None = None
     holdout: float = 0.2
+    #: Adopt the decoding policy from the held-out levers by :func:`adopt_policy` (the configured
+    #: ``decode`` is the fallback); False decodes feedback_test exactly as ``decode`` says.
+    adopt: bool = True
 
 
 def _predicted_ratings(out_dir: Path, items: Sequence[data.FeedbackItem], reranker: str) -> list[str]:
@@ -196,6 +200,8 @@ MONITOR_ROWS = 160
 REPETITION_PENALTY = 1.3
 #: Weights of the chooser's penalty against over-used openings the levers table tries.
 OPENING_WEIGHTS: tuple[float, ...] = (1.0, 3.0)
+#: The two decoding policies of the chooser (``DecodeConfig.sample_all`` True / False).
+EVERY_ROW, WHERE_DISAGREES = "every row", "where greedy disagrees"
 
 
 def _classifier_accuracy(
@@ -261,6 +267,7 @@ def _levers(
     embedder: Embedder,
     classifier: Any,
     decode: DecodeConfig,
+    references: Sequence[Explainer] = (),
 ) -> pd.DataFrame:
     """Decoding levers measured on the held-out explanations (never on feedback_test).
 
@@ -268,9 +275,14 @@ def _levers(
     greedy + sampled candidates kept by the classifier, the similarity, or both (the chooser),
     for every row; the same with a penalty against over-used openings (:data:`OPENING_WEIGHTS`);
     and the chooser's pick only where greedy disagrees with the rating. Column ``chosen`` marks
-    the row that ``decode`` (the stage's setting) reproduces.
+    the row that ``decode`` (the stage's setting) reproduces; ``policy`` (``every row`` or
+    ``where greedy disagrees``) and ``opening_weight`` name the decoding of the rows the stage
+    could adopt (:func:`adopt_policy`), empty elsewhere. ``references`` (e.g. the template and the
+    rating-filtered retrieval explainer) are measured on the same rows, as ``reference: <name>``,
+    the bars :func:`adopt_policy` holds a policy to.
     """
     rows, refs = _held_out_rows(select)
+    policies: dict[str, tuple[str, float]] = {}
     candidates = generator.candidates_many(rows)
     variants: dict[str, list[str]] = {"greedy": [c[0] for c in candidates]}
     penalised = GeneratorExplainer(
@@ -292,6 +304,7 @@ def _levers(
         ):
             picks = chooser.with_weights(*weights).choose(rows, candidates)
             variants[name] = [c[i] for c, i in zip(candidates, picks, strict=True)]
+        policies[both] = (EVERY_ROW, 0.0)
         # against the generator's stock sentences: the same chooser with over-used openings penalised
         # (by their share of the greedy explanations); the stage's own weight is always among them
         opening_weights = sorted(
@@ -303,6 +316,7 @@ def _levers(
             variants[f"{both}, opening penalty {weight:g}"] = [
                 c[i] for c, i in zip(candidates, picks, strict=True)
             ]
+            policies[f"{both}, opening penalty {weight:g}"] = (EVERY_ROW, weight)
         # keep greedy where the chooser's classifier already reads it as the rating (the stage's
         # chooser, with its opening weight, picks for the other rows)
         suffix = f", opening penalty {decode.opening_weight:g}" if decode.opening_weight else ""
@@ -311,20 +325,86 @@ def _levers(
         variants[policy] = [
             c[0] if ok else t for c, ok, t in zip(candidates, agree, variants[both + suffix], strict=True)
         ]
+        policies[policy] = (WHERE_DISAGREES, decode.opening_weight)
         chosen = both + suffix if decode.sample_all else policy
     else:
         chosen = "greedy"
+    for explainer in references:
+        variants[f"reference: {explainer.name}"] = explainer.explain_many(rows)
     return pd.DataFrame(
         [
             {
                 "lever": name,
                 "chosen": name == chosen,
+                "policy": policies.get(name, ("", float("nan")))[0],
+                "opening_weight": policies.get(name, ("", float("nan")))[1],
                 "rows": len(rows),
                 **_held_out_figures(texts, rows, refs, embedder, classifier),
             }
             for name, texts in variants.items()
         ]
     )
+
+
+def adopt_policy(levers: pd.DataFrame, human_consistency: Mapping[str, float]) -> str | None:
+    """The decoding policy that writes the fewest stock openings without losing what was won.
+
+    On the held-out rows of :func:`_levers`: a row with a ``policy`` qualifies when its
+    consistency with each rating is at least the humans' (the consistency classifier's accuracy on
+    held-out human explanations of that rating), its embedding similarity at least the
+    rating-filtered retrieval explainer's (``reference: retrieval_same_rating``) and its ROUGE-L at
+    least the template's (``reference: template``). Of the qualifying rows, the one with the
+    lowest share of its most common opening; ties go to the configured row (``chosen``), then to
+    the table's order. A bar whose reference row is absent is not applied.
+
+    Returns:
+        The adopted row's ``lever``, or None when no row qualifies (the configured decoding stays).
+
+    Example:
+        >>> levers = pd.DataFrame({
+        ...     "lever": ["stock", "varied", "too varied", "reference: template"],
+        ...     "chosen": [True, False, False, False],
+        ...     "policy": ["where greedy disagrees", "every row", "every row", ""],
+        ...     "consistent_Bad": [0.9, 0.8, 0.5, 1.0], "embedding_sim": [0.5, 0.5, 0.5, 0.3],
+        ...     "rouge_l": [0.3, 0.3, 0.3, 0.2], "opening_share": [0.4, 0.2, 0.1, 0.9]})
+        >>> adopt_policy(levers, {"Bad": 0.7})  # "too varied" loses consistency with Bad
+        'varied'
+        >>> adopt_policy(levers, {"Bad": 0.95}) is None
+        True
+    """
+    by_name = levers.set_index("lever")
+    ok = levers["policy"].fillna("").astype(bool).to_numpy()
+    for rating, human in human_consistency.items():
+        column = f"consistent_{rating}"
+        if column in levers.columns and np.isfinite(human):
+            # a rating without held-out rows (NaN) does not block
+            ok &= ~(levers[column].to_numpy(dtype=float) < human)
+    for reference, column in (("retrieval_same_rating", "embedding_sim"), ("template", "rouge_l")):
+        name = f"reference: {reference}"
+        if name in by_name.index:
+            bar = by_name[column].to_numpy(dtype=float)[by_name.index.get_loc(name)]
+            ok &= levers[column].to_numpy(dtype=float) >= bar
+    qualified = levers[ok].assign(_order=np.arange(len(levers))[ok])
+    if qualified.empty:
+        return None
+    best = qualified.sort_values(["opening_share", "chosen", "_order"], ascending=[True, False, True])
+    return str(best["lever"].iloc[0])
+
+
+def adopted_decode(levers: pd.DataFrame, lever: str | None, decode: DecodeConfig) -> DecodeConfig:
+    """The decoding that reproduces the ``lever`` row of :func:`_levers` (``decode`` when None).
+
+    Example:
+        >>> levers = pd.DataFrame({"lever": ["a"], "policy": ["every row"], "opening_weight": [3.0]})
+        >>> d = adopted_decode(levers, "a", DecodeConfig())
+        >>> d.sample_all, d.opening_weight
+        (True, 3.0)
+    """
+    if lever is None:
+        return decode
+    at = levers["lever"].tolist().index(lever)
+    policy, weight = str(levers["policy"].iloc[at]), float(levers["opening_weight"].to_numpy(dtype=float)[at])
+    return replace(decode, sample_all=policy == EVERY_ROW, opening_weight=weight)
 
 
 def _epoch_monitor(
@@ -393,11 +473,34 @@ def run_explain(
         model_dir, history = train_generator(fit, select, config.generator, cache_root, monitor)
     from_cache["generator/train"] = bool(history["from_cache"])
     generator = GeneratorExplainer.load(model_dir, config.generator, config.decode, chooser)
+    template = TemplateExplainer()
+    retrieval_same = RetrievalExplainer(fit, same_rating=True, encoder=embedder.encoder)
     with stage(timings, "generator/levers"):
-        levers = _levers(generator, chooser, select, embedder, classifier, config.decode)
+        levers = _levers(
+            generator,
+            chooser,
+            select,
+            embedder,
+            classifier,
+            config.decode,
+            references=[template, retrieval_same],
+        )
+    # the held-out levers choose how feedback_test is explained (never feedback_test itself)
+    adopted = adopt_policy(levers, classifier_acc) if config.adopt else None
+    levers["adopted"] = levers["lever"] == adopted
+    decode = adopted_decode(levers, adopted, config.decode)
+    if decode != config.decode:
+        generator = GeneratorExplainer(
+            generator.model,
+            generator.tokenizer,
+            decode,
+            chooser.with_weights(chooser.rating_weight, chooser.sim_weight, decode.opening_weight),
+            source_max_len=generator.source_max_len,
+            bf16=generator.bf16,
+        )
     explainers: list[Explainer] = [
-        TemplateExplainer(),
-        RetrievalExplainer(fit, same_rating=True, encoder=embedder.encoder),
+        template,
+        retrieval_same,
         RetrievalExplainer(fit, same_rating=False, encoder=embedder.encoder),
         generator,
     ]
@@ -450,6 +553,9 @@ def run_explain(
         "rating_classifier_heldout_accuracy": classifier_acc["overall"],
         "rating_classifier_heldout_accuracy_by_rating": classifier_acc,
         "chooser_classifier_heldout_accuracy": chooser_acc,
+        # how feedback_test was explained: the configured decoding or the policy the levers adopted
+        "adopted_lever": adopted,
+        "decode": asdict(decode),
         "top1_system": [str(top1["rqa"].iloc[0]), str(top1["reranker"].iloc[0])] if len(top1) else None,
         **provenance(timings, CACHE_VERSION),
     }
