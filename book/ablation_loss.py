@@ -19,7 +19,7 @@
 # The paper trains its FeedbackReranker to match the **distribution** of the annotators' ratings (KL divergence). Two simpler choices are compared with the same data, starting point (the relevance model of {doc}`reranking`) and seeds:
 #
 # - `feedback_kl`: KL(annotators || P_phi), the target is the annotators' rating distribution;
-# - `feedback_ce_annotator`: cross-entropy with one example per annotator rating. Its expected gradient is the same as KL's (the mean of the per-annotator cross-entropies is the cross-entropy to their distribution, which differs from KL by a constant), so it differs from KL only in batch composition and noise; **the informative contrast is KL against the majority label**;
+# - `feedback_ce_annotator`: cross-entropy with one example per annotator rating. Its expected gradient is the same as KL's (the mean of the per-annotator cross-entropies is the cross-entropy to their distribution, which differs from KL by a constant), so it differs from KL in batch composition, noise and, here, epochs (one, as its epoch holds two examples per item, against KL's two); **the informative contrast is KL against the majority label**;
 # - `feedback_ce_majority`: cross-entropy on the majority label (ties to the **lower** rating), which discards disagreement entirely.
 #
 # If the losses differ anywhere, it should be in the rating distributions they predict (calibration, and items where annotators disagree), more than in the top-1 accuracy of the reranked QA system. Rating quality is measured on **feedback_test** (three annotators per item, never trained on): accuracy of the argmax against the majority label, macro-F1 over the four ratings, mean KL from the annotator distribution to P_phi (nats), and the calibration error of P(Excellent) against the share of annotators who said Excellent (10 equal-width bins). The other rerankers of {doc}`reranking` (`vanilla`, `combined`, and the same losses trained from MiniLM, `*_scratch`) are shown beside for reference where present.
@@ -31,8 +31,8 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, plot_reliability
-from fqa_analysis.core.ratings import item_ratings
-from fqa_analysis.core.report import breakable, comparison_table, plus_minus
+from fqa_analysis.core.ratings import item_ratings, predicted_rating
+from fqa_analysis.core.report import breakable, change_text, comparison_table, plus_minus
 from fqa_analysis.core.reranking import (
     AGREEMENT_SUBSETS,
     compare_to_baseline,
@@ -94,8 +94,27 @@ if READY:
         .mean()
     )
     t = tests.set_index(["metric", "subset", "reranker"])
-    h = qa.table.loc["hybrid"]
+    FAMILY = "Holm over the cross-entropy losses present, per metric and subset"
+    best_kl = means.loc[LOSSES, "kl"].idxmin()
+    kl_rows = t.loc[("kl", "all")]
+    better = [v for v, r in kl_rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] < 0]
     lines = [
+        f"**Which loss?** The lowest KL to the annotators on feedback_test is `{best_kl}`'s "
+        f"({means.loc[best_kl, 'kl']:.3f} nats, seed mean); "
+        + (
+            f"{', '.join(f'`{v}`' for v in better)} significantly below `feedback_kl`'s."
+            if better
+            else "no cross-entropy loss is significantly below `feedback_kl`'s."
+        )
+        + " Against `feedback_kl` on all items ("
+        + FAMILY
+        + "): "
+        + "; ".join(
+            f"`{v}` KL {change_text(r, 1.0, 3, 'nats')}, argmax accuracy "
+            f"{change_text(t.loc[('correct', 'all', v)], 1.0, 3, '')}"
+            for v, r in kl_rows.iterrows()
+        )
+        + ".",
         f"Losses present: {', '.join(f'`{v}`' for v in LOSSES)} (seeds: "
         + "; ".join(
             f"{v} {', '.join(map(str, sorted(predictions.loc[predictions['reranker'] == v, 'seed'].unique())))}"
@@ -114,31 +133,46 @@ if READY:
     ]
     if "feedback_ce_majority" in LOSSES:
         lines.append(
-            "The informative contrast, feedback_ce_majority against feedback_kl: KL "
-            + ", ".join(
-                f"{sub} {t.loc[('kl', sub, 'feedback_ce_majority'), 'delta']:+.3f} nats (Holm p "
-                f"{t.loc[('kl', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
-                for sub in AGREEMENT_SUBSETS
+            "The informative contrast, feedback_ce_majority against feedback_kl, by agreement subset: KL "
+            + "; ".join(
+                f"{sub} {change_text(t.loc[('kl', sub, 'feedback_ce_majority')], 1.0, 3, 'nats')}"
+                for sub in AGREEMENT_SUBSETS[1:]
             )
-            + "; argmax accuracy "
-            + ", ".join(
-                f"{sub} {t.loc[('correct', sub, 'feedback_ce_majority'), 'delta']:+.3f} (Holm p "
-                f"{t.loc[('correct', sub, 'feedback_ce_majority'), 'p_holm']:.3g})"
-                for sub in AGREEMENT_SUBSETS
-            )
-            + "."
+            + " ("
+            + FAMILY
+            + ")."
         )
-    if "feedback_ce_annotator" in LOSSES:
+    # the reranked QA system: each loss against feedback_kl on every RQA system (Holm per RQA)
+    qa_rows = qa.table.reset_index()
+    significant = qa_rows[qa_rows["p_holm"] < 0.05]
+    lines.append(
+        f"QA accuracy against feedback_kl: significantly different in {len(significant)} of {len(qa_rows)} "
+        "(RQA, loss) pairs (Holm over the losses within each RQA)"
+        + (
+            ": "
+            + "; ".join(
+                f"{r.rqa} + `{r.reranker}` {change_text(r._asdict())}" for r in significant.itertuples()
+            )
+            if len(significant)
+            else ""
+        )
+        + "."
+    )
+    # a rating model that predicts one rating for (almost) every item has learned the prior's mode
+    top = predictions.assign(rating=predicted_rating(predictions)).groupby("reranker")["rating"]
+    collapsed = {
+        v: (shares.index[0], shares.iloc[0])
+        for v, shares in ((v, g.value_counts(normalize=True)) for v, g in top)
+        if shares.iloc[0] >= 0.9
+    }
+    if collapsed:
         lines.append(
-            "feedback_ce_annotator against feedback_kl (the same expected gradient): KL all items "
-            f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'delta']:+.3f} nats (Holm p "
-            f"{t.loc[('kl', 'all', 'feedback_ce_annotator'), 'p_holm']:.3g})."
+            "Collapsed to one rating: "
+            + "; ".join(
+                f"`{v}` predicts {r} for {share:.0%} of the items" for v, (r, share) in collapsed.items()
+            )
+            + " (its accuracy and macro-F1 are those of always predicting that rating)."
         )
-    lines += [
-        "QA accuracy on the hybrid RQA against feedback_kl: "
-        + "; ".join(f"{v} {100 * r['delta']:+.2f} points (Holm p {r['p_holm']:.3g})" for v, r in h.iterrows())
-        + ".",
-    ]
     display(Markdown("\n".join(f"- {x}" for x in lines)))
 else:
     display(WAITING)
@@ -201,7 +235,7 @@ if READY:
     display(pd.DataFrame(rows).T.round(3).rename(columns=HEADERS).rename_axis("constant predictor"))
 
 
-# %% mystnb={"figure": {"caption": "Rating quality on feedback_test per training loss, on all items and by annotator agreement; bars are seed means, error bars the sd over seeds; the dashed line is the training prior predicted for every item; `vanilla` (trained on pseudo-ratings, its KL in the table above) is left out so that the others' bars stay readable. Left: KL from the annotators' distribution to P_phi (lower is better); right: share of items whose argmax is the majority label."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Rating quality on feedback_test per training loss, on all items and by annotator agreement; bars are seed means, error bars the sd over seeds; the dashed line is the training prior predicted for every item; `vanilla` (trained on pseudo-ratings, its KL in the table above) is left out so that the others' bars stay readable. Top: KL from the annotators' distribution to P_phi (lower is better); bottom: share of items whose argmax is the majority label."}} tags=["hide-input"]
 if READY:
     # `vanilla` learned pseudo-ratings (gold Excellent, negatives Bad), not the annotators': its KL,
     # in the table above, is about three times the others' and would flatten every other bar
@@ -214,7 +248,7 @@ if READY:
             f"{quality[(quality['reranker'] == 'vanilla') & (quality['subset'] == 'all')]['kl'].mean():.2f} nats)"
         )
     means = drawn.groupby(["reranker", "subset"], sort=False)[metrics].agg(["mean", "std"])
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.5))
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True)  # stacked: each panel at page width
     for ax, metric in zip(axes, ["kl", "accuracy"], strict=True):
         frame = pd.DataFrame(
             {
@@ -228,9 +262,9 @@ if READY:
         # what the curves are judged against: the training prior predicted for every item
         constant = constant_quality_by_subset(prior, items).reindex(list(dict.fromkeys(frame["subset"])))
         mark_group_levels(ax, constant[metric].tolist(), "training prior (constant)")
-    axes[1].legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    axes[0].set_ylabel("KL(annotators || P_phi), nats (lower is better)")
-    axes[1].set_ylabel("argmax = majority label")
+    axes[0].legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes[0].set_ylabel("KL to the annotators, nats\n(lower is better)")
+    axes[1].set_ylabel("share: argmax = majority")
     plt.tight_layout()
     plt.show()
 
@@ -242,6 +276,7 @@ if READY:
 
 # %% tags=["hide-input"]
 if READY:
+    print(tests.attrs["signature"])
     print("items per subset:", tests.drop_duplicates("subset").set_index("subset")["n"].to_dict())
     for metric, header, unit in (("kl", "KL (nats)", "nats"), ("correct", "argmax accuracy", "share")):
         print(f"{header}, each cross-entropy loss against feedback_kl:")
@@ -249,7 +284,7 @@ if READY:
         display(
             comparison_table(
                 part.set_index(["subset", "reranker"]),
-                names=["items", "loss"],
+                names=["subset", "loss"],
                 scale=1.0,
                 digits=3,
                 mean_header=header,
@@ -271,7 +306,7 @@ if READY:
 if READY:
     # three panels a row, so that each stays readable at page width
     n_rows = (len(VARIANTS) + 2) // 3
-    fig, axes = plt.subplots(n_rows, 3, figsize=(11, 3.9 * n_rows), squeeze=False)
+    fig, axes = plt.subplots(n_rows, 3, figsize=(10, 3.6 * n_rows), squeeze=False)
     for ax in axes.flat[len(VARIANTS) :]:
         ax.set_visible(False)
     for ax, variant in zip(axes.flat, VARIANTS, strict=False):
@@ -285,7 +320,8 @@ if READY:
             ylabel="share of annotators: Excellent",
         )
         ece = quality[(quality["reranker"] == variant) & (quality["subset"] == "all")]["ece_excellent"]
-        ax.set_title(f"{variant}\nECE {ece.mean():.3f}", fontsize="small")
+        ax.set_title(f"{variant}\nECE {ece.mean():.3f}", fontsize=11)
+        ax.tick_params(labelsize=10)
         if ax.get_legend() is not None:  # one curve a panel: the title names it
             ax.get_legend().remove()
     plt.tight_layout()
@@ -299,4 +335,5 @@ if READY:
 
 # %% tags=["hide-input"]
 if READY:
+    print(qa.signature())
     display(comparison_table(qa, names=("RQA", "loss")))

@@ -26,7 +26,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.compare import significance_counts
 from fqa_analysis.core.plots import plot_gains
-from fqa_analysis.core.report import breakable, comparison_table, mean_sd_table
+from fqa_analysis.core.report import breakable, change_text, comparison_table, mean_sd_table
 from fqa_analysis.core.reranking import (
     mean_rating_distribution,
     score_ablation,
@@ -43,7 +43,14 @@ stage = load_stage(RESULTS, "rerank")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 VARIANTS = [v for v in DECLARED if v in set(candidates["reranker"])]  # the stage's order
 rated = candidates[candidates["reranker"] != "none"]
-ablation = score_ablation(candidates, commit=stage["git_commit"]).table.reset_index()
+scored = score_ablation(candidates, commit=stage["git_commit"])
+# RQA systems weakest to strongest, rerankers in the stage's order, as in every table of the page
+ablation = scored.table.reset_index()
+ablation = ablation.sort_values(
+    ["rqa", "reranker"],
+    key=lambda c: c.map({n: i for i, n in enumerate(SYSTEMS if c.name == "rqa" else VARIANTS)}),
+    kind="stable",
+).reset_index(drop=True)
 separation = score_separation(candidates)
 
 # %% [markdown]
@@ -57,17 +64,17 @@ hyb = ablation[ablation["rqa"] == "hybrid"].set_index("reranker")
 sep = separation[separation["rqa"] == "hybrid"].set_index("reranker")
 lines = [
     (
-        "**The choice of score does not change accuracy measurably:** "
+        "**The choice of score does not change accuracy measurably**"
         if sig["better"] + sig["worse"] == 0
-        else "**The choice of score matters for some rerankers:** "
+        else "**The choice of score matters for some rerankers**"
     )
-    + f"rerankers of the rerank stage (protocol `{stage['protocol']}`), every RQA system they rescored.",
-    f"E[y]/3 is significantly better than P(Excellent) in {sig['better']} of {sig['rows']} (RQA, reranker) "
-    f"pairs, significantly worse in {sig['worse']}, and not significantly different in "
-    f"{sig['not significant']} (Holm-corrected p < 0.05); mean difference "
-    f"{100 * ablation['delta'].mean():+.2f} points.",
-    "On the hybrid RQA, E[y]/3 - P(Excellent) in points: "
-    + "; ".join(f"{r} {100 * row['delta']:+.2f} (Holm p {row['p_holm']:.3g})" for r, row in hyb.iterrows())
+    + f" (every reranker of the rerank stage, protocol `{stage['protocol']}`, on every RQA system it "
+    f"rescored): E[y]/3 is significantly better than P(Excellent) in {sig['better']} of {sig['rows']} "
+    f"(RQA, reranker) pairs, significantly worse in {sig['worse']}, and not significantly different in "
+    f"{sig['not significant']} (Holm over all {sig['rows']} pairs, p < 0.05); the differences range "
+    f"{100 * ablation['delta'].min():+.2f} to {100 * ablation['delta'].max():+.2f} points.",
+    "On the hybrid RQA, E[y]/3 - P(Excellent) (same Holm family): "
+    + "; ".join(f"`{r}` {change_text(row)}" for r, row in hyb.iterrows())
     + ".",
     "AUC of the two scores on the hybrid's top 5 (P(Excellent) / E[y]/3): "
     + "; ".join(
@@ -96,21 +103,17 @@ mean_sd_table(both, row_order=[(r, v) for r in rescored for v in VARIANTS], digi
 # %% [markdown]
 # ## Is the difference real?
 #
-# For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of Δ = accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table; the CI is not adjusted. "changed" is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse. MDE (beside a difference not significant after Holm): a true difference at least that large would be found at p < 0.05 (unadjusted) in 80% of resamples, in points; "—" where the two rules pick the same answer for every question. Accuracies and Δ in points.
+# For every (RQA, reranker): seed-averaged per-question outcomes under each rule, a paired bootstrap over the 1,992 overall questions (resampled within test sets, B = 10,000) of Δ = accuracy(E[y]/3) - accuracy(P(Excellent)), two-sided p, Holm-corrected over all (RQA, reranker) pairs of the table; the CI is not adjusted. "changed" is the share of (question, seed) answers that differ between the rules; W/T/L counts questions where E[y]/3 is better / equal / worse. MDE (beside a difference not significant after Holm): a true difference at least that large would be found at p < 0.05 (unadjusted) in 80% of resamples, in points; "—" where the two rules are right on exactly the same questions (their answers may still differ where both are wrong). W/T/L compares seed-averaged outcomes, so with several seeds W − L need not match Δ. Accuracies and Δ in points.
 
 # %% tags=["hide-input"]
+print(scored.signature())
 shown = comparison_table(ablation.set_index(["rqa", "reranker"]), names=["RQA", "reranker"])
 shown = shown.rename(columns={"accuracy (%)": "E[y]/3 (%)"}).rename(index=breakable, level="reranker")
 shown.insert(len(shown.columns) - 1, "changed", [f"{100 * c:.1f}%" for c in ablation["changed_picks"]])
 shown  # P(Excellent)'s accuracy is in the table above
 
 # %% mystnb={"figure": {"caption": "Accuracy(E[y]/3) - accuracy(P(Excellent)) in points, per RQA system (panels) and reranker (rows), seed-averaged outcomes: dots are the differences, bars their 95% paired-bootstrap CIs (unadjusted; the Holm p-values are in the table above). Right of the grey line, E[y]/3 is the better score."}} tags=["hide-input"]
-# RQA systems weakest to strongest, rerankers in the stage's order (top to bottom)
-plot_data = ablation.sort_values(
-    ["rqa", "reranker"],
-    key=lambda c: c.map({n: i for i, n in enumerate(SYSTEMS if c.name == "rqa" else VARIANTS)}),
-)
-for ax in plot_gains(plot_data):
+for ax in plot_gains(ablation):  # already in reading order
     ax.set_xlabel("E[y]/3 − P(Excellent), points")
 plt.tight_layout()
 plt.show()
@@ -118,10 +121,15 @@ plt.show()
 # %% [markdown]
 # ## What decides the difference
 #
-# Two properties of a score decide what adding it to P_theta does. **Separation**: how well the score alone ranks the gold passage above the other top-5 candidates (ROC AUC over all candidates of all seeds). **Spread**: how much the score varies within one question's five candidates (mean within-question sd). With S = P_theta + score, a score with a larger spread than P_theta overrides the RQA's order; a flat score leaves the RQA in charge. E[y]/3 averages over the whole distribution, so it also credits answers the reranker thinks Acceptable rather than Excellent.
+# Two properties of a score decide what adding it to P_theta does. **Separation**: how well the score alone ranks the gold passage above the other top-5 candidates (ROC AUC over all candidates of all seeds). **Spread**: how much the score varies within one question's five candidates (mean within-question sd). With S = P_theta + score, the term with the larger spread has more say in the order. E[y]/3 averages over the whole distribution, so it also credits answers the reranker thinks Acceptable rather than Excellent.
 
 # %% tags=["hide-input"]
-separation.set_index(["rqa", "reranker"]).rename_axis(["RQA", "reranker"]).rename(
+separation.assign(  # RQA systems weakest first, rerankers in the stage's order
+    _r=separation["rqa"].map({n: i for i, n in enumerate(SYSTEMS)}),
+    _v=separation["reranker"].map({n: i for i, n in enumerate(VARIANTS)}),
+).sort_values(["_r", "_v"]).drop(columns=["_r", "_v"]).set_index(["rqa", "reranker"]).rename_axis(
+    ["RQA", "reranker"]
+).rename(
     columns={
         "auc_p_excellent": "AUC P(Exc)",
         "auc_expected_rating": "AUC E[y]/3",
@@ -129,7 +137,7 @@ separation.set_index(["rqa", "reranker"]).rename_axis(["RQA", "reranker"]).renam
         "spread_p_excellent": "spread P(Exc)",
         "spread_expected_rating": "spread E[y]/3",
     }
-).round(4)
+).round(3)
 
 # %% [markdown]
 # The two rules can pick differently only where a reranker puts mass on the middle ratings (Could be improved, Acceptable): E[y]/3 then differs from P(Excellent). The mean predicted distribution of each reranker over the candidates it rescored (four feedback domains, every RQA system and seed):

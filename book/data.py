@@ -88,10 +88,12 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # %% [markdown]
 # ## Counts per domain and split
 #
-# `questions` is the number of QA examples (QA files) or of distinct questions (feedback files); `pool` is the size of the domain's candidate pool in that file; `items` is the number of rated (question, passage) pairs; `ratings` is how many annotators rated each item. The paper calls CDC *US* and Quebec *Canada*. Quebec has no feedback and two test files (old and new FAQ collection), whose pool (588 passages) differs from the train/valid pool (314).
+# `questions` is the number of QA examples (QA files) or of distinct questions (feedback files); `pool` is the size of the domain's candidate pool in that file; `items` is the number of rated (question, passage) pairs; `ratings per item` is how many annotators rated each item. The paper calls CDC *US* and Quebec *Canada*. Quebec has no feedback and two test files (old and new FAQ collection), whose pool (588 passages) differs from the train/valid pool (314).
 
 # %% tags=["hide-input"]
-counts.drop(columns="paper").set_index(["kind", "domain", "split"])
+counts.drop(columns="paper").set_index(["kind", "domain", "split"]).rename(
+    columns={"ratings": "ratings per item"}
+)
 
 # %% [markdown]
 # ### What is missing here, and what it changes
@@ -125,7 +127,7 @@ ratings.label_distribution(feedback).round(3).rename(columns={"n": "ratings"})
 
 # %% tags=["hide-input"]
 agree.set_index(["domain", "split"]).round(3).rename(
-    columns={"unanimous": "unanimous", "pairwise": "pairwise", "alpha_ordinal": "Krippendorff's α (ordinal)"}
+    columns={"ratings_per_item": "ratings per item", "alpha_ordinal": "Krippendorff's α (ordinal)"}
 )
 
 # %% mystnb={"figure": {"caption": "Agreement per domain and split: unanimous share, pairwise agreement and Krippendorff's ordinal alpha."}} tags=["hide-input"]
@@ -139,7 +141,15 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Agreement is moderate: annotators often disagree by one step, which is what a KL loss against the annotator distribution (rather than a single majority label) is meant to respect. How the tie rule of the majority label matters: with two annotators who disagree there is no majority; `ratings.majority_label` takes the lower rating by default (`tie="lower"`).
+# How far apart an item's ratings lie (highest minus lowest rating, in steps of the 0-3 scale), as a share of all rated items; a KL loss against the annotators' distribution (rather than a single majority label) is meant to respect this spread. The majority label's tie rule: with two annotators who disagree there is no majority, and `ratings.majority_label` takes the lower rating (`tie="lower"`). Below it, the unanimous share per split.
+
+# %% tags=["hide-input"]
+spread = ratings.rating_spread(feedback)
+print(
+    f"ratings one step apart on {spread[1]:.0%} of the items, two or three steps apart on "
+    f"{spread[2] + spread[3]:.0%}"
+)
+display(spread.rename("share of items").to_frame().T.rename(columns=lambda k: f"{k} steps").round(3))
 
 # %% tags=["hide-input"]
 items.groupby("split")["unanimous"].agg(["mean", "size"]).rename(
@@ -151,7 +161,7 @@ items.groupby("split")["unanimous"].agg(["mean", "size"]).rename(
 #
 # Words per explanation, by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR).
 
-# %% mystnb={"figure": {"caption": "Words per explanation by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR)."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Words per explanation by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR); explanations longer than 60 words are drawn at 60 (the table below gives each rating's maximum)."}} tags=["hide-input"]
 plot_explanation_lengths(feedback)
 plt.title("Explanation length by rating")
 plt.show()
@@ -159,7 +169,9 @@ plt.show()
 # %% tags=["hide-input"]
 summary = lengths.groupby("rating")["words"].describe()
 summary = summary.reindex(list(ratings.LABELS))[["count", "mean", "25%", "50%", "75%", "max"]].round(1)
-summary.astype({"count": int}).rename(
+# quartiles and maximum of word counts: whole numbers where they are whole
+summary = summary.astype({c: int for c in summary.columns if c != "mean" and (summary[c] % 1 == 0).all()})
+summary.rename(
     columns={"count": "explanations", "25%": "1st quartile", "50%": "median", "75%": "3rd quartile"}
 ).rename_axis("rating")
 

@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Explanations as a training signal: explain, then rate
 #
-# The paper's reranker has a second form. **Rate-only** (`feedback_kl` of the other chapters, or its from-MiniLM twin `feedback_kl_scratch` when the explain-then-rate model starts from MiniLM: the comparison keeps the starting point equal) reads a (question, answer) pair and predicts the annotators' rating distribution. **Explain-then-rate** first writes an explanation of the pair, as an annotator would, and then predicts the rating from the state it reached after writing it; it trains on the ratings *and* the explanations (loss = KL to the annotators' rating distribution + 1 x the cross-entropy of the explanation tokens, the weight of the authors' configs). It was this form that the authors used in their human evaluation. Does learning to explain make the rating, and through it the QA system, better? Two explain-then-rate models are compared with the rate-only one: **the paper's form** (`feedback_explain_rate_paper`) and **ours** (`feedback_explain_rate`), which mends the two ways the paper's form fails with our stand-in model (see {ref}`the-two-forms`).
+# The paper's reranker has a second form. **Rate-only** (`feedback_kl` of the other chapters, or its from-MiniLM twin `feedback_kl_scratch` when the explain-then-rate model starts from MiniLM: the comparison keeps the starting point equal) reads a (question, answer) pair and predicts the annotators' rating distribution. **Explain-then-rate** first writes an explanation of the pair, as an annotator would, and then predicts the rating from the state it reached after writing it; it trains on the ratings *and* the explanations (loss = KL to the annotators' rating distribution + 1 x the cross-entropy of the explanation tokens, the weight of the authors' configs). It was this form that the authors used in their human evaluation. Does learning to explain make the rating, and through it the QA system, better? Two explain-then-rate models are compared with the rate-only one: **the paper's form** (`feedback_explain_rate_paper`) and **ours** (`feedback_explain_rate`), which changes the two settings that make the paper's form fail with our stand-in model (see {ref}`the-two-forms`).
 
 # %% tags=["hide-input"]
 import numpy as np
@@ -33,7 +33,13 @@ from fqa_analysis.core.ratings import (
     rating_distribution,
     rating_prior,
 )
-from fqa_analysis.core.report import comparison_table, paper_shape_table, plus_minus, variety_table
+from fqa_analysis.core.report import (
+    change_text,
+    comparison_table,
+    paper_shape_table,
+    plus_minus,
+    variety_table,
+)
 from fqa_analysis.core.reranking import (
     compare_to_baseline,
     constant_rating_quality,
@@ -156,12 +162,9 @@ if READY:
     share_bad = (explained["rating"] == "Bad").groupby(explained["reranker"]).mean()
     classifier = load_stage(RESULTS, "explain")["rating_classifier_heldout_accuracy_by_rating"]
 
-    def delta(row, scale=100.0, digits=2, unit=" points"):
-        """Δ [95% CI], Holm p of one comparison row."""
-        return (
-            f"{scale * row['delta']:+.{digits}f}{unit} [{scale * row['delta_ci_low']:+.{digits}f}, "
-            f"{scale * row['delta_ci_high']:+.{digits}f}], Holm p {row['p_holm']:.3g}"
-        )
+    def delta(row, scale=100.0, digits=2, unit="points"):
+        """Δ [95% CI, unadjusted], Holm p of one comparison row, with the MDE of a null."""
+        return change_text(row, scale, digits, unit)
 
     def versus(r, form):
         """A form's accuracy against rate-only on RQA system r, with the paired difference."""
@@ -199,8 +202,11 @@ if READY:
         f"Ours: {quality_line(OURS)}. "
         f"The paper's form: {quality_line(PAPER)}. The training prior as a constant: KL "
         f"{prior_quality['kl']:.3f}. Paired over items, ours against rate-only: KL "
-        f"{delta(item_tests['kl'].loc[OURS], 1.0, 3, ' nats')}; argmax accuracy "
-        f"{delta(item_tests['correct'].loc[OURS], 1.0, 3, '')}.",
+        f"{delta(item_tests['kl'].loc[OURS], 1.0, 3, 'nats')}; argmax accuracy "
+        f"{delta(item_tests['correct'].loc[OURS], 1.0, 3, '')} (Holm over the two forms, per metric). "
+        f"The rate-only baseline itself, `{RATE_ONLY}`, is {prior_quality['kl'] - means.loc[RATE_ONLY, 'kl']:.3f} "
+        "nats below the constant prior's KL: a small margin, so a null difference here is a comparison "
+        "of two weak rating models.",
         "Its explanations agree with its own rating (the consistency classifier of {doc}`explanations` reads the "
         f"rating it gave) for {explained.loc[explained['reranker'] == OURS, 'agrees'].mean():.0%} of the items, "
         f"the paper's form's for {explained.loc[explained['reranker'] == PAPER, 'agrees'].mean():.0%}; the "
@@ -229,7 +235,7 @@ else:
 # | the head reads, while training | the state after each annotator's explanation (teacher-forced) | the state after the model's **own** greedy explanation, generated at every step with the current weights (no gradient through the generation) |
 # | the head sees | the decoder's state | the decoder's state **and** the mean of the encoder's states of the pair |
 #
-# Why we changed both. Annotators' explanations name their rating ("this answer is irrelevant"), so a head trained on them learns to read the rating off the words; at inference it reads the model's own explanation instead, a nearly fixed sentence, and rates almost everything the same (exposure bias: the findings above measure it). Training the head on what it reads at inference removes that; but with the decoder's state alone, the head then learned the label prior and nothing more (one seed in development; `ExplainRateConfig(head_input="decoder")` reproduces it): BART's cross-attention is pretrained, ours is not, and two epochs do not teach it to carry the pair into the decoder. Giving the head the encoder's summary of the pair beside the decoder's state lets it rate the pair while its rating still depends on the explanation it wrote. The paper's form is kept in `results/` (`explain_rate_paper_*`) so that the failure stays measured.
+# Why we changed both. Annotators' explanations name their rating ("this answer is irrelevant"), so a head trained on them learns to read the rating off the words; at inference it reads the model's own explanation instead, a nearly fixed sentence, and rates almost everything the same (exposure bias: the findings above measure it). Training the head on what it reads at inference removes that; but with the decoder's state alone, the head gets little of the pair (`ExplainRateConfig(head_input="decoder")` runs that setting; it is not in `results/`): BART's cross-attention is pretrained, ours starts untrained. Giving the head the encoder's summary of the pair beside the decoder's state gives it the pair directly; it still reads the explanation the model wrote, and how far its rating agrees with that explanation is measured below ("Do its explanations agree with its rating?"). The paper's form is kept in `results/` (`explain_rate_paper_*`) so that the failure stays measured.
 
 # %% [markdown]
 # ## QA accuracy
@@ -282,7 +288,7 @@ if READY:
             h: [plus_minus(a, b, 3) for a, b in zip(summary[(m, "mean")], summary[(m, "std")], strict=True)]
             for m, h in HEADERS.items()
         },
-        index=summary.index.rename(["reranker", "items"]),
+        index=summary.index.rename(["reranker", "subset"]),
     ).rename(index=NAMES, level="reranker")
     shown.loc[("training prior (constant)", "all"), :] = [f"{prior_quality[m]:.3f}" for m in HEADERS]
     display(shown)
@@ -303,9 +309,10 @@ if READY:
                     digits=3,
                     mean_header="explain-then-rate",
                     delta_header="Δ vs rate-only",
+                    mde_header="MDE (Δ's unit)",
                     wtl=False,
                 )
-                for metric, name in (("kl", "KL (nats)"), ("correct", "argmax accuracy"))
+                for metric, name in (("kl", "KL (nats)"), ("correct", "argmax accuracy (share)"))
             },
             names=["metric"],
         )
@@ -320,7 +327,7 @@ if READY:
 # %% tags=["hide-input"]
 if READY:
     ours = explained[explained["reranker"] == OURS]
-    display(
+    agreement = (
         pd.crosstab(ours["rating"], ours["explanation_rating"], normalize="index")
         .reindex(
             index=[r for r in reversed(LABELS) if r in set(ours["rating"])],
@@ -328,8 +335,9 @@ if READY:
             fill_value=0.0,
         )
         .round(3)
-        .rename_axis(index="model's rating", columns="explanation reads as")
     )
+    agreement["items"] = ours["rating"].value_counts().reindex(agreement.index).astype(int)
+    display(agreement.rename_axis(index="model's rating", columns="explanation reads as"))
 
 
 # %% [markdown]

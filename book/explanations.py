@@ -29,7 +29,7 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import compare, estimate
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
 from fqa_analysis.core.ratings import LABELS
-from fqa_analysis.core.report import ci_table, variety_table
+from fqa_analysis.core.report import change_text, ci_table, variety_table
 from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
 from fqa_analysis.core.text_metrics import corpus_bleu, distinct_share, variety
 
@@ -79,7 +79,8 @@ gen = majority[majority["explainer"] == "generator"]
 by_rating = majority.groupby(["explainer", "rating"])["consistent"].mean().unstack()
 human_rating = humans.groupby("rating")["consistent"].mean()
 met = [r for r in RATINGS if by_rating.loc["generator", r] >= human_rating[r]]
-sim = vs("retrieval_same_rating", "embedding_sim").loc["generator"]
+sim_table = vs("retrieval_same_rating", "embedding_sim")
+sim, N_AGAINST = sim_table.loc["generator"], len(sim_table)
 rouge = vs("template", "rouge_l").loc["generator"]
 # the decoding feedback_test was explained with: the policy the held-out levers adopted, else the configured one
 USED = "adopted" if "adopted" in levers.columns and levers["adopted"].any() else "chosen"
@@ -92,12 +93,12 @@ lines = [
     + f"; overall {gen['consistent'].mean():.3f} (humans {humans['consistent'].mean():.3f}). "
     f"At least the humans' for {len(met)} of 4 ratings.",
     f"Embedding similarity to the annotators: generator {sim['mean']:.3f}, the rating-filtered retrieval "
-    f"explainer {sim['baseline_mean']:.3f} (difference {sim['delta']:+.3f} "
-    f"[{sim['delta_ci_low']:+.3f}, {sim['delta_ci_high']:+.3f}], Holm p {sim['p_holm']:.3g}); humans "
-    f"{humans['embedding_sim'].mean():.3f}.",
+    f"explainer {sim['baseline_mean']:.3f} (difference {change_text(sim, 1.0, 3, '')}; paired over items, "
+    f"Holm over the {N_AGAINST} other explainers against it); humans {humans['embedding_sim'].mean():.3f}.",
     f"ROUGE-L: generator {rouge['mean']:.3f}, template {rouge['baseline_mean']:.3f} "
-    f"(difference {rouge['delta']:+.3f} [{rouge['delta_ci_low']:+.3f}, {rouge['delta_ci_high']:+.3f}], "
-    f"Holm p {rouge['p_holm']:.3g}); humans {humans['rouge_l'].mean():.3f}.",
+    f"(difference {change_text(rouge, 1.0, 3, '')}; Holm over the {N_AGAINST} other explainers against "
+    "the template); "
+    f"humans {humans['rouge_l'].mean():.3f}.",
     f"Distinct explanations: generator {distinct_share(gen['explanation'].tolist()):.0%} of {len(gen):,} "
     f"(humans {distinct_share(humans['explanation'].tolist()):.0%}).",
     f"Decoding, chosen on held-out explanations: {chosen.name} (held-out consistency "
@@ -211,7 +212,7 @@ for metric in METRICS:
                 "metric": NAMES[metric],
                 "explainer": name,
                 "mean": f"{r['mean']:.3f}",
-                "minus template [95% CI]": f"{r['delta']:+.3f} "
+                "minus template [95% CI, unadjusted]": f"{r['delta']:+.3f} "
                 f"[{r['delta_ci_low']:+.3f}, {r['delta_ci_high']:+.3f}]",
                 "Holm p": f"{r['p_holm']:.4f}",
                 "of human": f"{r['mean'] / human_items[metric].mean():.0%}",
@@ -364,7 +365,7 @@ for rating in RATINGS:
 # %% [markdown]
 # ## Explaining the QA system's own answers
 #
-# What a user would see: the best reranked system's answer (seed 0) to a test question, as the explain stage found it when it ran, the reranker's predicted rating of that answer, and each explainer's explanation. A seeded sample:
+# What a user would see: the answer (seed 0) of the reranked system that had the highest overall accuracy in `results/` when the explain stage ran (named below the heading; the reranking chapter's table may since hold more runs), that reranker's predicted rating of the answer, and each explainer's explanation of that rating. A seeded sample:
 
 # %% tags=["hide-input"]
 if stage["top1_system"]:
@@ -397,6 +398,11 @@ shares.reindex(columns=[r for r in RATINGS if r in shares.columns]).round(3)
 timings = pd.DataFrame(stage["timings"]).T
 print(f"whole stage: {compute_min:.1f} min of compute")
 timings.index.name = "step"
-timings[["compute_s", "compute_peak_rss_mb", "from_cache"]].rename(
-    columns={"compute_s": "compute (s)", "compute_peak_rss_mb": "peak memory (MB)", "from_cache": "cached"}
-).round(1)
+pd.DataFrame(
+    {
+        "compute (min)": (timings["compute_s"].astype(float) / 60).round(1),
+        "peak memory (GiB)": (timings["compute_peak_rss_mb"].astype(float) / 1024).round(2),
+        "from cache": ["yes" if c else "no" for c in timings["from_cache"]],
+    },
+    index=timings.index,
+)

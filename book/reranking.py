@@ -31,6 +31,7 @@ from fqa_analysis.core.plots import plot_gains
 from fqa_analysis.core.ratings import item_ratings, rating_prior
 from fqa_analysis.core.report import (
     breakable,
+    change_text,
     comparison_table,
     interval,
     mean_sd_table,
@@ -184,12 +185,8 @@ def span(values, unit="", digits=1):
 
 
 def change(row, digits=2):
-    """'+0.85 [−0.10, +1.80] points, Holm p 0.31' for one comparison row (shares in, points out)."""
-    return (
-        f"{100 * row['delta']:+.{digits}f} "
-        + interval(100 * row["delta_ci_low"], 100 * row["delta_ci_high"], digits)
-        + f" points, Holm p {row['p_holm']:.2g}"
-    )
+    """'+0.85 points [−0.10, +1.80], Holm p 0.31, MDE 0.9' for one comparison row (shares in, points out)."""
+    return change_text(row, 100.0, digits)
 
 
 # %% [markdown]
@@ -199,15 +196,23 @@ def change(row, digits=2):
 
 # %% tags=["hide-input"]
 g = micro.table.loc[RQA]
-best = g["delta"].astype(float).idxmax()
-significant = g.loc[best, "p_holm"] < 0.05 and g.loc[best, "delta"] > 0
+fed = g[[k != "vanilla" for k in g.index]]  # the rerankers that saw feedback
 rqa_alone = g["baseline_mean"].iloc[0]
-lines = [
-    f"**The answer.** On the strongest RQA system here ({RQA}, {100 * rqa_alone:.2f}% alone), the best "
-    f"reranker, `{best}`, changes overall accuracy by {change(g.loc[best])}: "
-    + ("a significant gain" if significant else "not a significant change")
-    + f"; the paper's best reranker adds {PAPER_GAIN['combined']:+.2f} points on its own RQA."
-]
+lines = []
+if len(fed):
+    best = fed["delta"].astype(float).idxmax()
+    significant = fed.loc[best, "p_holm"] < 0.05 and fed.loc[best, "delta"] > 0
+    lines.append(
+        f"**The answer.** On the strongest RQA system here ({RQA}, {100 * rqa_alone:.2f}% alone), the best "
+        f"reranker trained on feedback, `{best}`, changes overall accuracy by {change(fed.loc[best])}: "
+        + ("a significant gain" if significant else "not a significant change")
+        + (
+            f"; the relevance model it continues from (`vanilla`, QA data only) {change(g.loc['vanilla'])}"
+            if "vanilla" in g.index
+            else ""
+        )
+        + f". The paper's best reranker adds {PAPER_GAIN['combined']:+.2f} points on its own RQA."
+    )
 weak = [r for r in RESCORED if r != RQA]
 if weak:
     wb = micro.table.loc[weak].reset_index().sort_values("delta", ascending=False).iloc[0]
@@ -260,9 +265,10 @@ if not freezing.empty:
             f"model's training and scoring roughly {span(group['speedup'], '×')} faster (timings under varying "
             f"machine load; the {k}-layer pass over every pair, {lower_pass[k]:.1f} min, once): "
             + (
-                "inside the adoption rule (0.005, 0.005, 0.2 points)"
+                "it reproduces the full models within the tolerance (0.005, 0.005, 0.2 points), so it is adopted"
                 if group["within"].all()
-                else "outside the adoption rule (0.005, 0.005, 0.2 points), so every layer stays trained"
+                else "it does not reproduce them within the tolerance (0.005, 0.005, 0.2 points, either way), "
+                "so every layer stays trained"
             )
             + (f"; not measured: {', '.join(f'`{v}`' for v in unmeasured)}." if unmeasured else ".")
         )
@@ -315,7 +321,7 @@ pd.DataFrame(stage["training_pairs"], index=["fit", "select (epoch choice)"]).T.
 # %% [markdown]
 # ## The main table
 #
-# In the paper's shape: overall accuracy@1 in % (micro: each overall question weighs the same), the mean over the seeds each reranker has (± sd where it has more than one); one row per RQA system, one column per reranker the paper has, and the paper's own row (BERT poly-encoder RQA, BERT rerankers) last. An empty cell is a run not in `results/` yet.
+# In the paper's shape: overall accuracy@1 in % (micro: each overall question weighs the same), the mean over the seeds each reranker has (± sd where it has more than one); one row per RQA system, one column per reranker the paper has, and the paper's own row (BERT poly-encoder RQA, rerankers fine-tuned from BART-large) last. An empty cell is a run not in `results/` yet.
 
 # %% tags=["hide-input"]
 paper_shape_table(table, RESCORED, PAPER_COLUMNS, paper=PAPER_ROW)
@@ -333,7 +339,7 @@ mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"]).rename(
 # %% [markdown]
 # ## Is the gain real?
 #
-# Each reranker against the RQA alone, within each RQA system: per question the outcome is averaged over the reranker's seeds, and a paired bootstrap over the overall questions (resampled within test sets) gives the 95% CI of the difference (not adjusted for multiplicity) and a two-sided p-value, Holm-corrected over the rerankers of one RQA system (the family named under the table). W/T/L counts questions where the reranked outcome is better / equal / worse than the RQA alone. Beside every difference that is not significant after Holm, **MDE** is the minimal detectable effect (80% power): a true difference at least that large would be found by this test, with these questions and seeds, at p < 0.05 (unadjusted) in 80% of bootstrap resamples; smaller ones could go unnoticed (the CI's upper end bounds what the data rule out). In the difference's unit (points here); "—" where the two systems agree on every question. Accuracies and differences in points. The diamonds in the figure are the paper's gains over its own RQA.
+# Each reranker against the RQA alone, within each RQA system: per question the outcome is averaged over the reranker's seeds, and a paired bootstrap over the overall questions (resampled within test sets) gives the 95% CI of the difference (not adjusted for multiplicity) and a two-sided p-value, Holm-corrected over the rerankers of one RQA system (the family named under the table). W/T/L counts questions where the reranked outcome, averaged over the reranker's seeds, is better / equal / worse than the RQA alone's: a question won on one of two seeds counts as a win but adds half a question to Δ, so with several seeds W − L need not match Δ. Beside every difference that is not significant after Holm, **MDE** is the minimal detectable effect (80% power): a true difference at least that large would be found by this test, with these questions and seeds, at p < 0.05 (unadjusted) in 80% of bootstrap resamples; smaller ones could go unnoticed (the CI's upper end bounds what the data rule out). In the difference's unit (points here); "—" where the two systems agree on every question. Accuracies and differences in points. The diamonds in the figure are the paper's gains over its own RQA.
 
 # %% mystnb={"figure": {"caption": "Change in overall accuracy@1 (micro, points) over the RQA alone, per RQA system (panels) and reranker (rows): dots are seed means, bars the 95% paired-bootstrap CI (unadjusted). Hollow diamonds: the paper's gains of its Feedback, Vanilla and Combined rerankers over its BERT RQA."}} tags=["hide-input"]
 gain_rows = ordered(micro.table).reset_index()  # RQA systems weakest first, rerankers as declared
@@ -404,7 +410,7 @@ separation
 # %% [markdown]
 # ## Targets
 #
-# What this project set out to reach with the rerankers, each measured on {glue}`rqa_name` (seed means) beside its goal. A target a run still missing from `results/` would measure is marked "not measured".
+# What a reranker that works should reach, each measured on {glue}`rqa_name` (seed means) beside its goal. A target a run still missing from `results/` would measure is marked "not measured".
 
 # %% tags=["hide-input"]
 FORMATS = {
@@ -484,7 +490,7 @@ auc_by_rqa.T.reindex(index=RERANKERS[1:], columns=RESCORED).round(3).rename_axis
 # %% [markdown]
 # ## Beside the paper
 #
-# The paper (BERT poly-encoder RQA, BERT rerankers, overall accuracy, averaging not stated): RQA alone 64.75, + FeedbackReranker 66.59 (+1.84), + VanillaReranker 65.98 (+1.23), + CombinedReranker 67.97 (+3.22). Our RQA systems differ from the paper's (MiniLM, not BERT), so the **gain over the RQA alone** is the comparable quantity. Differences in protocol: our rerankers see WHO's feedback_train and 80% of the four feedback_valid files (the paper: all four feedback_train files), a 22M-parameter MiniLM instead of BERT-base, 128 tokens of each pair, a relevance model trained here as the starting point, and pseudo negatives from zero-shot MiniLM.
+# The paper (BERT poly-encoder RQA, BART-large rerankers, overall accuracy, averaging not stated): RQA alone 64.75, + FeedbackReranker 66.59 (+1.84), + VanillaReranker 65.98 (+1.23), + CombinedReranker 67.97 (+3.22). Our RQA systems differ from the paper's (MiniLM, not BERT), so the **gain over the RQA alone** is the comparable quantity. Differences in protocol: our rerankers see WHO's feedback_train and 80% of the four feedback_valid files (the paper: all four feedback_train files), a 22M-parameter MiniLM instead of BART-large (about 400M), 128 tokens of each pair, a relevance model trained here as the starting point, and pseudo negatives from zero-shot MiniLM.
 
 # %% tags=["hide-input"]
 rows = []
@@ -550,7 +556,8 @@ relevance = load_stage(RESULTS, "relevance")
 BASE_RECIPE = "pointwise_1neg_feedback"
 recipe_rows = load_relevance_recipes(RESULTS)
 recipes = recipe_table(recipe_rows)
-recipe_cmp = recipe_comparison(recipe_rows, BASE_RECIPE, commit=relevance["git_commit"]).table
+recipe_comparison_ = recipe_comparison(recipe_rows, BASE_RECIPE, commit=relevance["git_commit"])
+recipe_cmp = recipe_comparison_.table
 recipe_info = relevance_recipes(relevance)
 default_recipe = stage_recipe(recipe_info, stage["config"])
 DOMAIN_SETS = {tuple(data.FEEDBACK_DOMAINS): "feedback (4)", tuple(data.DOMAINS): "all 5"}
@@ -566,7 +573,7 @@ recipe_view = pd.DataFrame(
         "AUC": [f"{v:.3f}" for v in recipes["auc"]],
         "alone (%)": [f"{100 * v:.1f}" for v in recipes["alone"]],
         "MRR": [f"{v:.3f}" for v in recipes["mrr"]],
-        "Δ alone, points [95% CI]": [
+        "Δ alone, points [95% CI, unadjusted]": [
             "baseline"
             if r == BASE_RECIPE
             else f"{100 * recipe_cmp.loc[r, 'delta']:+.1f} "
@@ -586,6 +593,7 @@ print(
     "QA-train questions trained on: "
     + ", ".join(f"{r} {recipe_info[r]['fit_questions']:,}" for r in recipes.index)
 )
+print(recipe_comparison_.signature())
 recipe_view
 
 # %% [markdown]
@@ -612,7 +620,7 @@ pd.DataFrame(rows).set_index(["reranker", "seed"])
 # %% [markdown]
 # ## Freezing the relevance model's lower layers
 #
-# Could the feedback variants train faster without losing anything? With the relevance model's lower k transformer layers frozen, their output for every pair is computed once (`fqa run rerank --warm-frozen-layers k`), and each variant and seed trains and scores only the 6 − k layers above and the head. Measured on seed 0, each frozen run is compared with the same variant's seed 0 with every layer trained, in the same configuration otherwise (a frozen run computed under other settings is left out and named under the table). The rule fixed before the runs: adopt the frozen form for the remaining seeds only where AUC and feedback_test KL move by less than 0.005 and reranked accuracy@1 on the strongest RQA by less than 0.2 points, either way, for every variant measured. The speed-up is each model's training plus scoring seconds with every layer trained over the same with k frozen, as the manifests record them (steps timed at different times and under different machine load, so a rough factor, not a benchmark); the one-time pass over the lower layers is printed beside the table.
+# Could the feedback variants train faster without losing anything? With the relevance model's lower k transformer layers frozen, their output for every pair is computed once (`fqa run rerank --warm-frozen-layers k`), and each variant and seed trains and scores only the 6 − k layers above and the head. Measured on seed 0, each frozen run is compared with the same variant's seed 0 with every layer trained, in the same configuration otherwise (a frozen run computed under other settings is left out and named under the table). The frozen form is a speed-up, not another model: it replaces the full form for the other seeds only where it reproduces the full form's numbers, i.e. AUC and feedback_test KL move by less than 0.005 and reranked accuracy@1 on the strongest RQA by less than 0.2 points, **in either direction** (a frozen model that scores better is a different model, and the seeds of one table would then mix two), for every variant measured. The speed-up is each model's training plus scoring seconds with every layer trained over the same with k frozen, as the manifests record them (steps timed at different times and under different machine load, so a rough factor, not a benchmark); the one-time pass over the lower layers is printed beside the table.
 
 # %% tags=["hide-input"]
 if freezing.empty:
@@ -663,7 +671,7 @@ else:
 # %% [markdown]
 # ## Cost of the stage
 #
-# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): `data` (loading the data and the pseudo pairs' negatives), `lower_layers` (the token-embedding lookup of every distinct pair, computed once), then per reranker and seed its training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). **Compute** (minutes) and **peak memory** are what each step cost when it ran; some steps ran beside other jobs on the same two cores, which inflates their minutes. The stage total counts each model once, by its own training record (**counted**: a model's epochs, training and selection pass): where a step also trained the relevance model because the model cache lacked it (`relevance_model`, or inside a warm variant's training step), that training is counted in `vanilla/seed0/train` only.
+# From `results/manifest.json` (stage `rerank`, a 2-core CPU, float32): `data` (loading the data and the pseudo pairs' negatives), `lower_layers` (the token-embedding lookup of every distinct pair, computed once), then per reranker and seed its training and the scoring of every pair the chapters read (the four RQA systems' top 5 on the feedback domains, and feedback_test). **Compute** (minutes) and **peak memory** are what each step cost as recorded; a step that shared the two cores with another job records more minutes than it needs alone. The stage total counts each model once, by its own training record (**counted**: a model's epochs, training and selection pass): a step that also trained the relevance model (`relevance_model`, or a warm variant's training step on an empty model cache) is counted without it, and the relevance model is counted once, in `vanilla/seed0/train`.
 
 # %% tags=["hide-input"]
 timings = pd.DataFrame(stage["timings"]).T

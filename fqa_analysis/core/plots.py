@@ -64,6 +64,8 @@ _SYSTEM_COLORS: dict[str, str] = {
     "template": "#999999",
     "retrieval_any_rating": "#56B4E9",
     "retrieval_same_rating": "#0072B2",
+    "retrieval (any)": "#56B4E9",
+    "retrieval (same)": "#0072B2",
     "generator": "#D55E00",
     "explain_rate": "#CC79A7",
     "humans": "#000000",

@@ -38,6 +38,7 @@ __all__ = [
     "rating_distribution",
     "rating_prior",
     "rating_quality",
+    "rating_spread",
     "rating_value",
     "unanimous_by_raters",
 ]
@@ -122,6 +123,24 @@ def item_ratings(feedback: pd.DataFrame) -> pd.DataFrame:
     out["majority"] = labels.map(majority_label)
     out["unanimous"] = labels.map(lambda xs: len(set(xs)) == 1)
     return out.reset_index()
+
+
+def rating_spread(feedback: pd.DataFrame) -> pd.Series:
+    """Share of items by how far apart their annotators' ratings lie (highest minus lowest, 0..3 steps).
+
+    Example:
+        >>> fb = pd.DataFrame({"domain": "WHO", "split": "test", "item_id": [0, 0, 1, 1, 2, 2],
+        ...     "rating": ["Bad", "Bad", "Bad", "Could be Improved", "Bad", "Excellent"]})
+        >>> rating_spread(fb).to_dict()
+        {0: 0.3333333333333333, 1: 0.3333333333333333, 2: 0.0, 3: 0.3333333333333333}
+    """
+    values = feedback["rating"].map(rating_value)
+    spread = values.groupby([feedback["domain"], feedback["split"], feedback["item_id"]]).agg(
+        lambda v: int(v.max() - v.min())
+    )
+    return (
+        spread.value_counts(normalize=True).reindex(range(len(LABELS)), fill_value=0.0).rename_axis("steps")
+    )
 
 
 def unanimous_by_raters(items: pd.DataFrame) -> pd.DataFrame:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fqa_analysis.core.compare import Comparison
@@ -15,6 +16,7 @@ __all__ = [
     "NBSP",
     "breakable",
     "canonical_order",
+    "change_text",
     "ci_table",
     "comparison_table",
     "interval",
@@ -63,6 +65,36 @@ def interval(low: float, high: float, digits: int = 2, signed: bool = True) -> s
     """
     fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
     return f"[{fmt.format(low)},{NBSP}{fmt.format(high)}]"
+
+
+def change_text(row: Mapping[str, Any], scale: float = 100.0, digits: int = 2, unit: str = "points") -> str:
+    """One comparison row for a sentence: Δ with its unadjusted CI, Holm's p, and the MDE of a null.
+
+    Args:
+        row: A :data:`~fqa_analysis.core.compare.COLUMNS` row (``delta``, its CI, ``p_holm`` and,
+            where present, ``mde``).
+        scale: Multiplies Δ, its CI and the MDE (100: shares in points).
+        digits: Decimals.
+        unit: Δ's unit, after the number ("" for none).
+
+    Example:
+        >>> row = {"delta": 0.0085, "delta_ci_low": -0.001, "delta_ci_high": 0.018, "p_holm": 0.31,
+        ...        "mde": 0.0092}
+        >>> change_text(row).replace(NBSP, " ")
+        '+0.85 points [-0.10, +1.80], Holm p 0.31, MDE 0.92'
+        >>> change_text({**row, "p_holm": 0.004}, unit="").replace(NBSP, " ")  # significant: no MDE
+        '+0.85 [-0.10, +1.80], Holm p 0.004'
+    """
+    unit = f" {unit}" if unit else ""
+    text = (
+        f"{scale * row['delta']:+.{digits}f}{unit} "
+        + interval(scale * row["delta_ci_low"], scale * row["delta_ci_high"], digits)
+        + f", Holm p {row['p_holm']:.2g}"
+    )
+    mde = row.get("mde") if hasattr(row, "get") else None
+    if mde is not None and row["p_holm"] >= 0.05 and np.isfinite(mde) and mde > 0:
+        text += f", MDE {scale * mde:.{digits}f}"
+    return text
 
 
 _DOMAIN_ORDER = ("Australia", "CDC", "UK", "WHO", "overall (micro)", "overall (macro)", "Quebec")

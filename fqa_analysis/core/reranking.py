@@ -505,7 +505,8 @@ def loss_comparisons(
         commit: Code version recorded in each comparison's signature.
 
     Returns:
-        The comparisons' tables, reset, stacked, with ``metric`` and ``subset`` columns.
+        The comparisons' tables, reset, stacked, with ``metric`` and ``subset`` columns; the
+        comparisons' signature (one family per (metric, subset), all alike) in ``attrs["signature"]``.
 
     Example:
         >>> per_item = pd.DataFrame({"reranker": ["kl"] * 4 + ["ce"] * 4, "domain": "A",
@@ -528,7 +529,9 @@ def loss_comparisons(
                 commit=commit,
             )
             parts.append(cmp.table.reset_index().assign(metric=metric, subset=subset))
-    return pd.concat(parts, ignore_index=True)
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs["signature"] = cmp.signature()
+    return out
 
 
 def ceiling_share(table: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:
@@ -743,7 +746,8 @@ def rerank_targets(
             ``p_holm``).
         rating_kl: Mean KL(annotators || P_phi) on feedback_test per reranker.
         constant_kl: The best constant predictor's KL on the same items.
-        feedback: The rerankers target 1 is about (those present are measured).
+        feedback: The rerankers target 1 is about, those continued from the relevance model (the
+            ones present are measured).
         rating_model: The reranker target 2 is about.
 
     Returns:
@@ -770,7 +774,12 @@ def rerank_targets(
     else:
         best_gain, best_p = float("nan"), float("nan")
     rows = [
-        ("lowest AUC of the feedback rerankers", "≥ 0.80", lowest_auc, lowest_auc >= 0.80),
+        (
+            "lowest AUC of the feedback rerankers continued from the relevance model",
+            "≥ 0.80",
+            lowest_auc,
+            lowest_auc >= 0.80,
+        ),
         (f"{rating_model}'s KL, below the constant's by", "≥ 0.05 nats", margin, margin >= 0.05),
         ("best reranker alone", "≥ 60%", best_alone, best_alone >= 0.60),
         (
