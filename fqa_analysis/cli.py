@@ -570,6 +570,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     ),
                 ),
                 seeds=args.seeds or (PAPER_FORM_SEEDS if form == "paper" else ExplainRateRunConfig.seeds),
+                # a weight given by hand is used as it is; otherwise seed 0's held-out levers choose it
+                unlikelihood_levers=(
+                    ()
+                    if args.explain_rate_unlikelihood is not None or head_reads != "own"
+                    else ExplainRateRunConfig.unlikelihood_levers
+                ),
                 rqa=args.rescore or ExplainRateRunConfig.rqa,
                 subset=args.subset,
                 relevance=rerank,

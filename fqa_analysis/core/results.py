@@ -190,8 +190,9 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
     a manifest predates it), except: a ``<run>/train`` step whose run has a training history counts
     that model's own epochs (``wall_s``: training and its selection pass), so a step that also
     trained another model (the relevance model, when the cache lacked it) does not count that one
-    again; and the rerank stage's ``relevance_model`` step counts nothing where the stage records
-    the relevance model's own run (``vanilla/seed0``), which counts it.
+    again; and a ``relevance_model`` step counts nothing where the stage records the relevance
+    model's own run (``vanilla/seed0``), which counts it, or in an explain_rate stage, which loads
+    the rerank stage's model.
 
     Example:
         >>> stage = {"timings": {"a/train": {"wall_s": 1.0, "compute_s": 900.0},
@@ -201,6 +202,8 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
         ...                        "vanilla/seed0": {"epochs": [{"wall_s": 600.0}]}}}
         >>> counted_seconds(stage)
         {'a/train': 180.0, 'relevance_model': 0.0, 'vanilla/seed0/train': 600.0, 'a/score': 30.0}
+        >>> counted_seconds({"stage": "explain_rate", "timings": {"relevance_model": {"wall_s": 900.0}}})
+        {'relevance_model': 0.0}
     """
     histories = stage.get("histories", {})
     out = {}
@@ -210,7 +213,10 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
         epochs = histories.get(run, {}).get("epochs") if step.endswith("/train") else None
         if epochs and all("wall_s" in e for e in epochs):
             seconds = round(sum(float(e["wall_s"]) for e in epochs), 2)
-        elif step == "relevance_model" and "vanilla/seed0" in histories:
+        elif step == "relevance_model" and (
+            "vanilla/seed0" in histories or str(stage.get("stage", "")).startswith("explain_rate")
+        ):
+            # the rerank stage counts the relevance model (its `vanilla`); explain_rate only loads it
             seconds = 0.0
         out[step] = seconds
     return out

@@ -50,6 +50,7 @@ from tqdm import tqdm
 
 from fqa_analysis.cache import OMIT_AT_DEFAULT, atomic_write_json, config_key, content_key
 from fqa_analysis.core.ratings import mean_kl, rating_distribution
+from fqa_analysis.core.text_metrics import distinct_share, opening_counts
 from fqa_analysis.data import FeedbackItem
 from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
 from fqa_analysis.models.explainer import encoder_inputs, new_encoder_decoder
@@ -524,7 +525,7 @@ def train_explain_rate(
                 loop["train_s"] = time.perf_counter() - started
                 checkpoint.save(step, model.modules, optimizer, scheduler, rng, loop)
         train_s = time.perf_counter() - t0
-        probs, _ = model.predict(select_pairs)
+        probs, written = model.predict(select_pairs)
         kl = mean_kl(select_targets, probs)
         mean = np.mean(parts, axis=0) if parts else np.zeros(3)
         epochs.append(
@@ -534,6 +535,9 @@ def train_explain_rate(
                 "rating_loss": float(mean[1]),
                 "token_loss": float(mean[2]),
                 "select_kl": kl,
+                # how varied its own held-out explanations are (the single-sentence collapse)
+                "select_distinct": distinct_share(written),
+                "select_opening_share": max(opening_counts(written).values(), default=float("nan")),
                 "wall_s": train_s,
                 "select_s": time.perf_counter() - t0 - train_s,
             }

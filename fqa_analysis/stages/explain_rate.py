@@ -24,7 +24,7 @@ rated once per model, whichever RQA system proposed it).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,15 @@ from fqa_analysis.models.reranker.variants import RELEVANCE_SEED, RerankRunConfi
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 
-__all__ = ["RERANKER", "ExplainRateRunConfig", "output_name", "reranker_name", "run_explain_rate"]
+__all__ = [
+    "KL_TOLERANCE",
+    "RERANKER",
+    "ExplainRateRunConfig",
+    "adopt_unlikelihood",
+    "output_name",
+    "reranker_name",
+    "run_explain_rate",
+]
 
 #: The ``reranker`` value of our form's rows.
 RERANKER = "feedback_explain_rate"
@@ -78,6 +86,10 @@ class ExplainRateRunConfig:
             (the rerank stage's ``vanilla``, which the rate-only ``feedback_kl`` continues from:
             the two are compared on equal footing); ``minilm``: from MiniLM.
         relevance: The rerank stage's settings that name the relevance model (its recipe).
+        unlikelihood_levers: Our form only: weights of the unlikelihood term against shared
+            openings (:func:`~fqa_analysis.models.explain_rate.opening_unlikelihood`) that seed 0
+            also trains with, beside ``model.opening_unlikelihood``; :func:`adopt_unlikelihood`
+            then chooses the weight every seed trains with. Empty: ``model``'s weight, unchosen.
     """
 
     model: ExplainRateConfig = field(default_factory=ExplainRateConfig)
@@ -87,6 +99,34 @@ class ExplainRateRunConfig:
     holdout: float = 0.2
     start: str = "relevance"
     relevance: RerankRunConfig = field(default_factory=RerankRunConfig)
+    unlikelihood_levers: tuple[float, ...] = (1.0,)
+
+
+#: Held-out KL a weight of the unlikelihood term may add over the configured weight's and still be
+#: adopted (nats): the rating must not get worse for the explanations to get more varied.
+KL_TOLERANCE = 0.005
+
+
+def adopt_unlikelihood(levers: pd.DataFrame) -> float:
+    """The unlikelihood weight every seed trains with, from seed 0's held-out measurements.
+
+    The first row is the configured weight. A weight qualifies when its held-out KL (generated
+    explanations, the epoch kept) is at most the first row's plus :data:`KL_TOLERANCE`; of those,
+    the one whose held-out explanations share their most common opening least (ties: the first).
+
+    Args:
+        levers: One row per weight: ``weight``, ``select_kl``, ``select_opening_share``.
+
+    Example:
+        >>> levers = pd.DataFrame({"weight": [0.0, 1.0, 3.0], "select_kl": [0.70, 0.703, 0.75],
+        ...                        "select_opening_share": [1.0, 0.4, 0.1]})
+        >>> adopt_unlikelihood(levers)  # 3.0 varies most but rates worse
+        1.0
+    """
+    base = float(levers["select_kl"].iloc[0])
+    ok = levers[levers["select_kl"] <= base + KL_TOLERANCE]
+    best = ok.assign(_order=range(len(ok))).sort_values(["select_opening_share", "_order"])
+    return float(best["weight"].iloc[0])
 
 
 def output_name(form: str) -> str:
@@ -157,16 +197,41 @@ def run_explain_rate(
     candidate_rows, prediction_rows, histories = [], [], {}
     if config.start not in ("relevance", "minilm"):
         raise ValueError(f"unknown start {config.start!r}; use 'relevance' or 'minilm'")
+    init = None
+    if config.start == "relevance":
+        with stage(timings, "relevance_model"):
+            # the one relevance model, shared by every seed (as the rerank stage's variants)
+            relevance = relevance_model(data_dir, config.relevance, RELEVANCE_SEED, cache_root)
+        from_cache["relevance_model"] = relevance.from_cache
+        init = (relevance.folder, relevance.weights)
+    model_config, levers = config.model, []
+    if config.unlikelihood_levers and config.model.head_reads == "own":
+        # seed 0 with each weight, measured on the held-out pairs; the weight adopted trains every seed
+        weights = list(dict.fromkeys([config.model.opening_unlikelihood, *config.unlikelihood_levers]))
+        for weight in weights:
+            lever = replace(config.model, opening_unlikelihood=weight)
+            with stage(timings, f"levers/unlikelihood{weight:g}/train"):
+                _, _, history = train_explain_rate(fit, select, lever, config.seeds[0], cache_root, init)
+            from_cache[f"levers/unlikelihood{weight:g}/train"] = bool(history["from_cache"])
+            kept = min(history["epochs"], key=lambda e: e["select_kl"])
+            levers.append(
+                {
+                    "weight": weight,
+                    "select_kl": history["best_select_kl"],
+                    "select_distinct": kept.get("select_distinct", float("nan")),
+                    "select_opening_share": kept.get("select_opening_share", float("nan")),
+                    "epochs": len(history["epochs"]),
+                    "train_s": history.get("train_s", float("nan")),
+                }
+            )
+        model_config = replace(config.model, opening_unlikelihood=adopt_unlikelihood(pd.DataFrame(levers)))
+        # the adopted weight's seed-0 model is seed 0's model: its training counts once, as seed 0's
+        adopted_step = f"levers/unlikelihood{model_config.opening_unlikelihood:g}/train"
+        timings.pop(adopted_step, None)
+        from_cache.pop(adopted_step, None)
     for seed in config.seeds:
-        init = None
-        if config.start == "relevance":
-            with stage(timings, f"seed{seed}/relevance_model"):
-                # the one relevance model, shared by every seed (as the rerank stage's variants)
-                relevance = relevance_model(data_dir, config.relevance, RELEVANCE_SEED, cache_root)
-            from_cache[f"seed{seed}/relevance_model"] = relevance.from_cache
-            init = (relevance.folder, relevance.weights)
         with stage(timings, f"seed{seed}/train"):
-            model, folder, history = train_explain_rate(fit, select, config.model, seed, cache_root, init)
+            model, folder, history = train_explain_rate(fit, select, model_config, seed, cache_root, init)
         from_cache[f"seed{seed}/train"] = bool(history["from_cache"])
         histories[f"seed{seed}"] = {k: v for k, v in history.items() if k != "from_cache"}
         with stage(timings, f"seed{seed}/score"):
@@ -216,6 +281,9 @@ def run_explain_rate(
         "training_explanations": sum(len(p.explanations) for p in fit),
         "scored_pairs": len(pairs),
         "histories": histories,
+        # seed 0's held-out measurements of the unlikelihood weights, and the weight every seed used
+        "unlikelihood_levers": levers,
+        "opening_unlikelihood": model_config.opening_unlikelihood,
         **provenance(timings, CACHE_VERSION),
     }
     update_manifest(out_dir / "manifest.json", name, entry)
