@@ -376,6 +376,39 @@ if READY:
 
 
 # %% [markdown]
+# ### Against the single-sentence collapse
+#
+# Our form's training can add an unlikelihood term that lowers the probability of the opening tokens its own explanations share across a batch (`--explain-rate-unlikelihood`). Seed 0 trains with each weight listed; on the held-out pairs, each model's KL with the explanations it generates (the epoch kept) and the variety of those explanations. The rule, fixed in the code (`adopt_unlikelihood`): every seed trains with the weight whose held-out explanations share their most common opening least, among the weights whose held-out KL is at most 0.005 nats above the first row's; the rating must not get worse.
+
+# %% tags=["hide-input"]
+if READY:
+    lever_rows = stage.get("unlikelihood_levers") or []
+    if lever_rows:
+        display(
+            pd.DataFrame(lever_rows)
+            .assign(
+                adopted=lambda t: ["yes" if w == stage["opening_unlikelihood"] else "" for w in t["weight"]]
+            )
+            .set_index("weight")[["select_kl", "select_distinct", "select_opening_share", "adopted"]]
+            .round(3)
+            .rename(
+                columns={
+                    "select_kl": "held-out KL (nats)",
+                    "select_distinct": "distinct",
+                    "select_opening_share": "top opening",
+                }
+            )
+        )
+    else:
+        display(
+            Markdown(
+                "*Not measured in this results folder: its explain-then-rate entry holds no unlikelihood "
+                "levers (`fqa run explain_rate` measures them; [Rerun](rerun.md)).*"
+            )
+        )
+
+
+# %% [markdown]
 # Examples from our form (seed 0, a seeded draw of one item per rating the model gave): the question, the model's explanation and rating, and the annotators' ratings.
 
 # %% tags=["hide-input"]
