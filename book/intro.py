@@ -44,6 +44,7 @@ from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.ratings import item_ratings, predicted_rating, rating_prior
 from fqa_analysis.core.report import NBSP, change_text, interval, plus_minus
 from fqa_analysis.core.reranking import (
+    best_feedback_gain,
     compare_family,
     compare_to_baseline,
     constant_rating_quality,
@@ -96,8 +97,7 @@ PAPER = {
     "combined": ("+ CombinedReranker", "combined_reranker"),
 }
 # the best reranker trained on feedback here, where it is none of the paper's three
-FED_GAINS = gains.drop(index=[r for r in ("vanilla",) if r in gains.index])
-BEST_FED = FED_GAINS["delta"].astype(float).idxmax() if len(FED_GAINS) else None
+BEST_FED = (best_feedback_gain(gains) or (None, False))[0]
 ROWS = dict(PAPER)
 if BEST_FED is not None and BEST_FED not in PAPER:
     ROWS[BEST_FED] = (f"+ best on feedback ({BEST_FED})", None)
@@ -134,21 +134,19 @@ for reranker, (label, key) in ROWS.items():
 data_dir = data.resolve_data_dir(None)
 test_items = item_ratings(data.feedback_frame(data.available_feedback(data_dir, "test")))
 predictions = load_table(RESULTS, "rating_predictions.parquet")
-fed = gains.drop(index=[r for r in ("vanilla",) if r in gains.index])
 pairs = feedback_pairs(PRESENT)
 if pairs:
     # the reranking chapter's family: the paper's claim on every rescored RQA, one Holm over it
     rescored_systems = set(candidates.loc[candidates["reranker"] != "none", "rqa"])
     claim = compare_family(score_outcomes(candidates[candidates["rqa"].isin(rescored_systems)]), pairs)
 short = []
-if len(fed):
-    top = fed["delta"].astype(float).idxmax()
-    helped = fed.loc[top, "p_holm"] < 0.05 and fed.loc[top, "delta"] > 0
+if (found := best_feedback_gain(gains)) is not None:
+    top, helped = found
     short.append(
         f"User feedback {'made' if helped else 'did not make'} the QA system measurably more accurate here. "
         f"On the strongest retrieval system ({RQA}, {100 * overall.loc['none', 'mean']:.1f}% of the test "
         f"questions answered correctly alone), the best reranker trained on feedback (`{top}`) changes "
-        f"accuracy by {change_text(fed.loc[top])} ({'significant' if helped else 'not significant'} once corrected "
+        f"accuracy by {change_text(gains.loc[top])} ({'significant' if helped else 'not significant'} once corrected "
         f"for the {len(gains)} rerankers tried: Holm over them); the paper reports "
         f"{PAPER_OVERALL_ACCURACY['combined_reranker'] - PAPER_OVERALL_ACCURACY['rqa_alone']:+.2f} with its "
         "larger models."
@@ -210,14 +208,13 @@ paper_gain = PAPER_OVERALL_ACCURACY["combined_reranker"] - PAPER_OVERALL_ACCURAC
 answers = []
 # the question is about feedback: the best reranker trained on it, with the relevance model (QA data
 # only, no feedback) as the reference it continues from
-if len(fed):
-    best = fed["delta"].astype(float).idxmax()
-    improved = fed.loc[best, "p_holm"] < 0.05 and fed.loc[best, "delta"] > 0
+if (found := best_feedback_gain(gains)) is not None:
+    best, improved = found
     line = (
         "**Does feedback improve the QA system?** "
         + ("Yes" if improved else "Not significantly")
         + f" on the {RQA} RQA here: the best reranker trained on feedback, `{best}`, changes accuracy by "
-        f"{ci(fed.loc[best])}; the paper's CombinedReranker adds {paper_gain:+.2f} on its own RQA."
+        f"{ci(gains.loc[best])}; the paper's CombinedReranker adds {paper_gain:+.2f} on its own RQA."
     )
     if "vanilla" in gains.index:
         line += (

@@ -39,6 +39,7 @@ from fqa_analysis.core.report import (
     plus_minus,
 )
 from fqa_analysis.core.reranking import (
+    best_feedback_gain,
     ceiling_share,
     compare_family,
     compare_to_baseline,
@@ -196,15 +197,13 @@ def change(row, digits=2):
 
 # %% tags=["hide-input"]
 g = micro.table.loc[RQA]
-fed = g[[k != "vanilla" for k in g.index]]  # the rerankers that saw feedback
 rqa_alone = g["baseline_mean"].iloc[0]
 lines = []
-if len(fed):
-    best = fed["delta"].astype(float).idxmax()
-    significant = fed.loc[best, "p_holm"] < 0.05 and fed.loc[best, "delta"] > 0
+if (found := best_feedback_gain(g)) is not None:
+    best, significant = found
     lines.append(
         f"**The answer.** On the strongest RQA system here ({RQA}, {100 * rqa_alone:.2f}% alone), the best "
-        f"reranker trained on feedback, `{best}`, changes overall accuracy by {change(fed.loc[best])}: "
+        f"reranker trained on feedback, `{best}`, changes overall accuracy by {change(g.loc[best])}: "
         + ("a significant gain" if significant else "not a significant change")
         + (
             f"; the relevance model it continues from (`vanilla`, QA data only) {change(g.loc['vanilla'])}"

@@ -48,6 +48,7 @@ __all__ = [
     "AGREEMENT_SUBSETS",
     "FEEDBACK_CLAIM",
     "auc",
+    "best_feedback_gain",
     "ceiling_share",
     "compare_family",
     "compare_to_baseline",
@@ -169,6 +170,31 @@ def feedback_pairs(present: Collection[str]) -> list[tuple[str, str]]:
     if "vanilla" not in present:
         return []
     return [(s, "vanilla") for s in FEEDBACK_CLAIM if s in present]
+
+
+def best_feedback_gain(gains: pd.DataFrame) -> tuple[str, bool] | None:
+    """The reranker trained on feedback with the largest Δ over the RQA alone, and whether it is a gain.
+
+    Args:
+        gains: One RQA system's rows of a :func:`compare_to_baseline` table (indexed by reranker).
+
+    Returns:
+        ``(reranker, significant gain)`` (Holm p < 0.05 and Δ > 0), or None without a feedback
+        reranker (``vanilla``, trained on QA data alone, is not one).
+
+    Example:
+        >>> g = pd.DataFrame({"delta": [0.009, 0.006, 0.002], "p_holm": [0.2, 0.01, 0.9]},
+        ...                  index=["vanilla", "combined", "feedback_kl"])
+        >>> best_feedback_gain(g)
+        ('combined', True)
+        >>> best_feedback_gain(g.loc[["vanilla"]]) is None
+        True
+    """
+    fed = gains[[name != "vanilla" for name in gains.index]]
+    if fed.empty:
+        return None
+    best = str(fed["delta"].astype(float).idxmax())
+    return best, bool(fed.loc[best, "p_holm"] < 0.05 and fed.loc[best, "delta"] > 0)
 
 
 def compare_family(
