@@ -193,8 +193,10 @@ def best_feedback_gain(gains: pd.DataFrame) -> tuple[str, bool] | None:
     fed = gains[[name != "vanilla" for name in gains.index]]
     if fed.empty:
         return None
-    best = str(fed["delta"].astype(float).idxmax())
-    return best, bool(fed.loc[best, "p_holm"] < 0.05 and fed.loc[best, "delta"] > 0)
+    deltas = fed["delta"].to_numpy(dtype=float)
+    at = int(np.argmax(deltas))
+    p_holm = float(fed["p_holm"].to_numpy(dtype=float)[at])
+    return str(fed.index[at]), bool(p_holm < 0.05 and deltas[at] > 0)
 
 
 def compare_family(

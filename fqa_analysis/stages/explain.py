@@ -56,7 +56,7 @@ from fqa_analysis.models.reranker.pairs import feedback_item_sets
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 
-__all__ = ["ExplainRunConfig", "run_explain", "training_seconds"]
+__all__ = ["ExplainRunConfig", "adopt_policy", "adopted_decode", "run_explain", "training_seconds"]
 
 
 @dataclass(frozen=True)
