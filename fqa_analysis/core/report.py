@@ -91,7 +91,7 @@ def change_text(row: Mapping[str, Any], scale: float = 100.0, digits: int = 2, u
         + interval(scale * row["delta_ci_low"], scale * row["delta_ci_high"], digits)
         + f", Holm p {row['p_holm']:.2g}"
     )
-    mde = row.get("mde") if hasattr(row, "get") else None
+    mde = row.get("mde")
     if mde is not None and row["p_holm"] >= 0.05 and np.isfinite(mde) and mde > 0:
         text += f", MDE {scale * mde:.{digits}f}"
     return text

@@ -336,12 +336,10 @@ class ExplainRateModel:
             torch.cat([source_mask.repeat_interleave(counts, dim=0), source_mask[: len(own)]]),
             [*human, *own],
         )
-        unlikely = logits.sum() * 0.0
+        unlikely = None
         if own:
-            if self.config.opening_unlikelihood:
-                unlikely = opening_unlikelihood(
-                    logits[len(human) :], labels[len(human) :].clone(), OPENING_TOKENS
-                )
+            if self.config.opening_unlikelihood:  # read before the labels of its own words are masked
+                unlikely = opening_unlikelihood(logits[len(human) :], labels[len(human) :], OPENING_TOKENS)
             labels[len(human) :] = -100  # the model's own words are read, never learned
             rating = rating[len(human) :]
             targets = [p.target for p in pairs]
@@ -353,7 +351,7 @@ class ExplainRateModel:
             logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100
         )
         total = rating_loss + self.config.explanation_weight * token_loss
-        if self.config.opening_unlikelihood:
+        if unlikely is not None:
             total = total + self.config.opening_unlikelihood * unlikely
         return total, float(rating_loss.detach()), float(token_loss.detach())
 

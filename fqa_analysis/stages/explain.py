@@ -372,7 +372,6 @@ def adopt_policy(levers: pd.DataFrame, human_consistency: Mapping[str, float]) -
         >>> adopt_policy(levers, {"Bad": 0.95}) is None
         True
     """
-    by_name = levers.set_index("lever")
     ok = levers["policy"].fillna("").astype(bool).to_numpy()
     for rating, human in human_consistency.items():
         column = f"consistent_{rating}"
@@ -380,10 +379,9 @@ def adopt_policy(levers: pd.DataFrame, human_consistency: Mapping[str, float]) -
             # a rating without held-out rows (NaN) does not block
             ok &= ~(levers[column].to_numpy(dtype=float) < human)
     for reference, column in (("retrieval_same_rating", "embedding_sim"), ("template", "rouge_l")):
-        name = f"reference: {reference}"
-        if name in by_name.index:
-            bar = by_name[column].to_numpy(dtype=float)[by_name.index.get_loc(name)]
-            ok &= levers[column].to_numpy(dtype=float) >= bar
+        bar = levers.loc[levers["lever"] == f"reference: {reference}", column].to_numpy(dtype=float)
+        if len(bar):
+            ok &= levers[column].to_numpy(dtype=float) >= bar[0]
     qualified = levers[ok].assign(_order=np.arange(len(levers))[ok])
     if qualified.empty:
         return None
