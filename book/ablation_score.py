@@ -121,7 +121,7 @@ plt.show()
 # %% [markdown]
 # ## What decides the difference
 #
-# Two properties of a score decide what adding it to P_theta does. **Separation**: how well the score alone ranks the gold passage above the other top-5 candidates (ROC AUC over all candidates of all seeds). **Spread**: how much the score varies within one question's five candidates (mean within-question sd). With S = P_theta + score, the term with the larger spread has more say in the order. E[y]/3 averages over the whole distribution, so it also credits answers the reranker thinks Acceptable rather than Excellent.
+# Two properties of a score decide what adding it to P_theta does. **Separation**: how well the score alone ranks the gold passage above the other top-5 candidates (ROC AUC over all candidates, computed per seed and averaged over the seeds). **Spread**: how much the score varies within one question's five candidates (mean within-question sd, likewise averaged over the seeds). With S = P_theta + score, the term with the larger spread has more say in the order. E[y]/3 averages over the whole distribution, so it also credits answers the reranker thinks Acceptable rather than Excellent.
 
 # %% tags=["hide-input"]
 separation.assign(  # RQA systems weakest first, rerankers in the stage's order

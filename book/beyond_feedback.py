@@ -22,7 +22,7 @@
 # 5. **Does feedback transfer?** Each feedback domain left out of training *and* model selection, tested on that domain: does feedback on one public-health agency's answers help another's QA system?
 # 6. **Where does the best system fail?** Per-domain error analysis with examples.
 #
-# All runs come from `fqa run beyond` (`feedback_experiments.parquet`, `feedback_experiment_ratings.parquet`; every model trained once and cached). Protocol `available` (see {doc}`data`): the training feedback is WHO's feedback_train plus 80% of the four feedback_valid files' questions, 1,545 rated pairs, a fraction of the paper's (three feedback_train files are absent). The rerankers are the fully fine-tuned MiniLM cross-encoders of the reranking chapter (every layer trained), and they rescore the hybrid RQA's top 5. **One seed per run** (seed 0; fraction 1 is seed 0 of the reranking chapter's `feedback_kl`): three seeds would triple the stage's 11 trained models; every comparison below is a paired bootstrap over questions or items, which needs no second seed, but says nothing about the spread between seeds. Two measures: QA accuracy@1 over the four feedback domains' test questions, and the KL divergence of the predicted rating distribution from the annotators' on feedback_test (1,995 items, three annotators each), which sees changes the accuracy cannot.
+# All runs come from `fqa run beyond` (`feedback_experiments.parquet`, `feedback_experiment_ratings.parquet`; every model trained once and cached). Protocol `available` (see {doc}`data`): the training feedback is WHO's feedback_train plus 80% of the four feedback_valid files' questions, 1,545 rated pairs, a fraction of the paper's (three feedback_train files are absent). Every experiment reranker is trained like the reranking chapter's `feedback_kl`: it continues from the one relevance model (every layer trained, KL loss) and rescores the hybrid RQA's top 5. **One seed per run** (seed 0; fraction 1 is seed 0 of the reranking chapter's `feedback_kl`): three seeds would triple the stage's training; every comparison below is a paired bootstrap over questions or items, which needs no second seed, but says nothing about the spread between seeds. Two measures: QA accuracy@1 over the four feedback domains' test questions, and the KL divergence of the predicted rating distribution from the annotators' on feedback_test (1,995 items, three annotators each), which sees changes the accuracy cannot.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -49,6 +49,7 @@ from fqa_analysis.core.results import (
     load_candidates,
     load_stage,
     load_table,
+    missing_runs_note,
     rerankers_current,
     results_dir,
     stage_cost,
@@ -63,22 +64,23 @@ alone = alone[alone["domain"].isin(data.FEEDBACK_DOMAINS)]
 # the learning-curve and transfer runs continue from the rerank stage's models (fraction 1 is its
 # feedback_kl): shown only when the beyond stage ran on the rerank stage's present rerankers
 CURRENT = rerankers_current(stage["config"].get("rerank"), load_stage(RESULTS, "rerank"))
-PENDING = Markdown(
-    "*Not shown: `fqa run beyond` last ran on other rerankers than the rerank stage's present ones (compare "
-    "the two stages' configurations in `results/manifest.json`); its learning-curve and transfer runs return "
-    "here when the stage is rerun on the current rerankers.*"
-)
+# a section is shown on all of its runs: the stage lands run by run (`fqa run beyond --beyond-runs`)
+CURVE_NOTE = missing_runs_note(stage, ["fraction"], CURRENT)
+TRANSFER_NOTE = missing_runs_note(stage, ["fraction", "leave_out", "size_control"], CURRENT)
+CURVE, TRANSFER = CURVE_NOTE is None, TRANSFER_NOTE is None
+present = [r for r in stage.get("run_commits", {}) if not r.startswith(("selection/", "deep/"))]
+planned = [r for r in stage.get("planned", []) if not r.startswith(("selection/", "deep/"))]
 print(
-    f"RQA {RQA}, protocol `{stage['protocol']}`; the beyond stage's runs "
+    f"RQA {RQA}, protocol `{stage['protocol']}`; "
     + (
-        "are computed on the rerank stage's present rerankers"
+        f"experiment runs present: {len(present)}, still planned: {len(planned)}"
         if CURRENT
-        else "await a rerun on the present rerankers"
+        else "the beyond stage's runs await a rerun on the rerank stage's present rerankers"
     )
 )
 
 # %% tags=["hide-input"]
-if CURRENT:
+if CURVE:
     experiments = load_table(RESULTS, "feedback_experiments.parquet")
     exp_candidates = experiment_candidates(experiments, candidates, RQA)
     outcomes = score_outcomes(pd.concat([alone, exp_candidates[CANDIDATE_COLUMNS]], ignore_index=True))
@@ -115,7 +117,7 @@ if CURRENT:
 # Fractions are nested (the 10% questions lie inside the 25%, and so on) and stratified by domain; model selection always uses the same held-out pairs; fraction 1 is the `feedback_kl` model (seed 0) of the reranking chapter. QA accuracy (points) and the difference from the RQA alone with its 95% CI and Holm-corrected p (paired bootstrap over the 1,992 questions, stratified by test set, B = 10,000):
 
 # %% tags=["hide-input"]
-if CURRENT:
+if CURVE:
     fraction_rows = outcomes[
         outcomes["reranker"].str.startswith("fraction:") | (outcomes["reranker"] == "none")
     ]
@@ -140,13 +142,13 @@ if CURRENT:
         )
     )
 else:
-    display(PENDING)
+    display(Markdown(CURVE_NOTE))
 
 # %% [markdown]
 # Rating quality on feedback_test as the feedback grows: mean KL(annotators || P_phi) in nats with a 95% bootstrap CI over items, and the difference from the full model (fraction 1), Holm over the three smaller fractions:
 
 # %% tags=["hide-input"]
-if CURRENT:
+if CURVE:
     frac_items = items[items["reranker"].str.startswith("fraction:")]
     kl_frac = estimate(frac_items, ["reranker"], value="kl")
     kl_cmp = compare(
@@ -169,7 +171,7 @@ if CURRENT:
 
 
 # %% mystnb={"figure": {"caption": "Left: accuracy gain of the reranked hybrid over the hybrid alone (points, 95% CI) against the share of the training feedback used; right: KL from the annotators' distribution to P_phi on feedback_test (nats, 95% CI). One seed per run; log-scaled x axis."}} tags=["hide-input"]
-if CURRENT:
+if CURVE:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     gain = curve.reset_index().assign(fraction=lambda f: f["reranker"].str.split(":").str[1].astype(float))
     gain = gain.assign(
@@ -196,7 +198,7 @@ if CURRENT:
 # For every feedback domain d: the RQA alone, the reranker trained on **all feedback**, the reranker trained **without d's feedback** (removed from training and from model selection), and a **size-matched control** that removes as many training pairs at random from all domains and selects on the same pairs as the leave-out run. The leave-out run and its control differ only in *which* feedback is missing: their difference on domain d is the value of d's own feedback beyond what the other domains' feedback gives (positive = own-domain feedback matters, about zero = feedback transfers). Everything is measured on domain d's questions (and items) only; Holm over the four domains of each comparison.
 
 # %% tags=["hide-input"]
-if CURRENT:
+if TRANSFER:
     transfer = transfer_outcomes(outcomes)
     CONTROL = "size-matched control"
     # one test per domain (the leave-out run against its control), Holm over the four domains
@@ -243,10 +245,10 @@ if CURRENT:
         .rename_axis(columns=None)
     )
 else:
-    display(PENDING)
+    display(Markdown(TRANSFER_NOTE))
 
 # %% tags=["hide-input"]
-if CURRENT:
+if TRANSFER:
     item_transfer = transfer_outcomes(items)
     item_transfer = item_transfer[item_transfer["training"] != "RQA alone"]
     kl_t = compare(
@@ -283,7 +285,7 @@ if CURRENT:
 
 
 # %% mystnb={"figure": {"caption": "KL from the annotators' distribution to P_phi on each domain's own feedback_test items (nats, lower is better), for the reranker trained on all feedback and the one trained without that domain's feedback."}} tags=["hide-input"]
-if CURRENT:
+if TRANSFER:
     shown = kl_t.table.reset_index().assign(value=lambda f: f["mean"])
     ax = plot_grouped_bars(shown, "domain", "training", "value")
     ax.set_ylabel("KL to annotators, own domain (nats)")
@@ -370,7 +372,7 @@ display(
 # Training time of each experiment run, measured when it was trained (the sum of its epochs' wall time, kept with the model in the cache and copied to the manifest), and the compute of the steps this stage's manifest recorded.
 
 # %% tags=["hide-input"]
-if CURRENT:
+if CURVE:
     runs_cost = runs.assign(
         train_s=[
             sum(e["wall_s"] for e in stage["experiment_runs"][r]["history"]["epochs"]) for r in runs["run"]
@@ -390,7 +392,7 @@ if CURRENT:
     )
     display(summary)
 else:
-    display(PENDING)
+    display(Markdown(CURVE_NOTE))
 
 # %% [markdown]
 # ## How the findings are computed
@@ -399,25 +401,24 @@ else:
 
 # %% tags=["hide-input"]
 lines = []
-for r, row in learning.drop(index="none").iterrows() if CURRENT else []:
+for r, row in learning.drop(index="none").iterrows() if CURVE else []:
     kl_r = kl_table.loc[r, "mean"]
     lines.append(
         f"Feedback {r.split(':')[1]} ({row['training pairs']:.0f} pairs): {row.delta:+.2f} points "
         f"over the RQA alone [{row.delta_ci_low:+.2f}, {row.delta_ci_high:+.2f}], Holm p {row.p_holm:.3g}; "
         f"KL on feedback_test {kl_r:.4f} nats."
     )
-for d in qa.index if CURRENT else []:
+for d in qa.index if TRANSFER else []:
     q_d, q_p = qa.loc[d, "leave-out - control"], qa.loc[d, "p (Holm)"]
     k_d, k_p = kl_tab.loc[d, "leave-out - control"], kl_tab.loc[d, "p (Holm)"]
     lines.append(
         f"Transfer, {d}: without its own feedback vs the size-matched control, QA {q_d:+.2f} points "
         f"(Holm p {q_p:.3g}), KL {k_d:+.4f} nats (Holm p {k_p:.3g})."
     )
-if not CURRENT:
-    lines.append(
-        "The learning curves and the transfer runs await `fqa run beyond` on the current rerankers "
-        "(sections 4 and 5 say so where they would be)."
-    )
+if not CURVE:
+    lines.append("The learning curve awaits runs of `fqa run beyond` (section 4 says which).")
+if not TRANSFER:
+    lines.append("The transfer experiment awaits runs of `fqa run beyond` (section 5 says which).")
 errors = categorised[categorised["category"] != "correct"]["category"].value_counts(normalize=True)
 share = {k: 100 * errors.get(k, 0.0) for k in ("misranked", "near miss", "retrieval miss")}
 lines.append(

@@ -50,6 +50,7 @@ from fqa_analysis.core.results import (
     load_candidates,
     load_stage,
     load_table,
+    missing_runs_note,
     rerankers_current,
     results_dir,
     stage_cost,
@@ -69,16 +70,20 @@ SEEDS = sorted(int(s) for s in candidates.loc[candidates["reranker"] != "none", 
 # shown only when those are the rerank stage's present rerankers (a page never mixes configurations)
 CURRENT = rerankers_current(manifest["beyond"]["config"].get("rerank"), manifest["rerank"])
 HAS_COMBINED = "combined" in VARIANTS
-PENDING = Markdown(
-    "*Not shown: `fqa run beyond` last ran on other rerankers than the rerank stage's present ones "
-    "(compare the two stages' configurations in `results/manifest.json`); its rating temperatures and "
-    "top-20 scores return here when the stage is rerun on the current rerankers.*"
-)
+# a section is shown on all of its runs: the stage lands run by run (`fqa run beyond --beyond-runs`)
+SELECTION_NOTE = missing_runs_note(manifest["beyond"], ["selection"], CURRENT)
+DEPTH_NOTE = missing_runs_note(manifest["beyond"], ["deep"], CURRENT)
+TEMPERATURES, DEPTH = SELECTION_NOTE is None, DEPTH_NOTE is None
 NO_COMBINED = Markdown("*Needs the `combined` reranker in `results/`; not there yet.*")
 print(
     f"protocol {manifest['beyond']['protocol']}; RQA systems {', '.join(SYSTEMS)}; rerankers "
     f"{', '.join(VARIANTS)}; seeds {', '.join(map(str, SEEDS))}; the beyond stage's results "
-    + ("are computed on these rerankers" if CURRENT else "await a rerun on these rerankers")
+    + (
+        f"are computed on these rerankers ({len(manifest['beyond']['run_commits'])} runs present, "
+        f"{len(manifest['beyond']['planned'])} still planned)"
+        if CURRENT
+        else "await a rerun on these rerankers"
+    )
 )
 
 # %% [markdown]
@@ -138,7 +143,7 @@ plt.show()
 # A rating temperature is fitted for every trained reranker (variant x seed) on its own model-selection pairs, the held-out questions it already chose its epoch on (minimum cross-entropy to the held-out ratings; `vanilla`'s selection pairs are pseudo-rated: gold Excellent, negatives Bad). T > 1 means the model was over-confident. Then the rating quality on feedback_test (1,995 items, never trained on), before and after, mean over seeds:
 
 # %% tags=["hide-input"]
-if CURRENT:
+if TEMPERATURES:
     rating_temps = rating_temperatures(selection)
     agg = rating_temps.groupby("reranker", sort=False)[["n", "temperature", "ce_t1", "ce_fitted"]].agg(
         ["mean", "std"]
@@ -161,10 +166,10 @@ if CURRENT:
         )
     )
 else:
-    display(PENDING)
+    display(Markdown(SELECTION_NOTE))
 
 # %% tags=["hide-input"]
-if CURRENT:
+if TEMPERATURES:
     predictions = load_table(RESULTS, "rating_predictions.parquet")
     test_items = item_ratings(
         data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))
@@ -187,7 +192,7 @@ if CURRENT:
 # Is the change in KL to the annotators real? Per item, seed-averaged KL(annotators || P_phi) raw and scaled, paired bootstrap over items (stratified by domain), Holm over the rerankers (the family is named under the table):
 
 # %% tags=["hide-input"]
-if CURRENT:
+if TEMPERATURES:
     per_item = pd.concat(
         [item_outcomes(per_item_rating_scores(j)).assign(p_phi=name) for name, j in joined.items()]
     )
@@ -233,7 +238,7 @@ else:
 # Every reranked run of every RQA system under four scorings: `as run` (P_theta at its fitted T, raw P(Excellent): the other chapters), `P_theta at T=1` (the paper's literal recipe), `P_phi scaled` and `both`. Each is compared with `as run` on the same questions; Holm over every comparison of the table (the family size is printed under it). Accuracy in points.
 
 # %% tags=["hide-input"]
-if CURRENT:
+if TEMPERATURES:
     rating_temps_all = rating_temps  # one temperature per (reranker, seed)
     variants = calibration_variants(candidates, deep, rating_temps_all)
     scaling_cmp = compare(
@@ -249,10 +254,10 @@ if CURRENT:
         .rename_axis(index=["RQA", "reranker"], columns="Δ (points) with")
     )
 else:
-    display(PENDING)
+    display(Markdown(SELECTION_NOTE))
 
 # %% tags=["hide-input"]
-if CURRENT:
+if TEMPERATURES:
     scaling_sig = shown_scaling[shown_scaling["p_holm"] < 0.05]
     print(
         f"{len(scaling_sig)} of {len(shown_scaling)} scorings differ significantly from `as run` (Holm p < 0.05)"
@@ -372,7 +377,7 @@ print(
 # The paper reranks the RQA's top 5. `fqa run beyond` scores the hybrid system's top 20 with the `combined` reranker, the paper's best reranker (every seed it has; ranks 1..5 are the very numbers of `candidates.parquet`). Accuracy of reranking the top k with the paper's sum, k = 1 (the RQA alone) .. 20, against the ceiling a perfect reranker would reach: recall@k, the share of questions whose gold passage is within the top k.
 
 # %% mystnb={"figure": {"caption": "Accuracy@1 of reranking the hybrid system's top k with the paper's sum (combined reranker, seed-averaged, 95% bootstrap band) against recall@k, the ceiling a perfect reranker would reach; the dotted vertical line marks the paper's k = 5."}} tags=["hide-input"]
-if CURRENT:
+if DEPTH:
     K = list(range(1, 21))
     depth = depth_curve(deep, K)
     acc_k = estimate(depth, ["reranker", "depth"])
@@ -395,10 +400,10 @@ if CURRENT:
     ax.set_title("hybrid RQA")
     plt.show()
 else:
-    display(PENDING)
+    display(Markdown(DEPTH_NOTE))
 
 # %% tags=["hide-input"]
-if CURRENT:
+if DEPTH:
     depth_cmp = compare(depth, system="depth", baseline=5, within=["reranker"], commit=COMMITS)
     print(depth_cmp.signature())
     shown = depth_cmp.table.reset_index()
@@ -418,7 +423,7 @@ if CURRENT:
 # Everything in sections 1 and 2 is computed from the committed tables in seconds. The top-20 scoring is part of `fqa run beyond` (its manifest entry below); the rest of that stage serves the next chapter.
 
 # %% tags=["hide-input"]
-if CURRENT:
+if DEPTH:
     timings = manifest["beyond"]["timings"]
     deep_steps = {k: v for k, v in timings.items() if k.startswith("deep/")}
     deep_min, deep_peak_gib = stage_cost({"timings": deep_steps})
@@ -451,7 +456,7 @@ lines = [
     f"{tu_d.min():+.2f}..{tu_d.max():+.2f} points vs the sum "
     f"({(tuned_cmp.p_holm < 0.05).sum()} of {len(tuned_cmp)} significant after Holm).",
 ]
-if CURRENT:
+if TEMPERATURES:
     rt = rating_temps["temperature"]
     kl_d, sc_d = kl_cmp.table["delta"], shown_scaling["delta"]
     lines += [
@@ -461,6 +466,12 @@ if CURRENT:
         f"Temperature scaling and QA accuracy: {len(scaling_sig)} of {len(shown_scaling)} scorings differ "
         f"(Holm p < 0.05); deltas {sc_d.min():+.2f}..{sc_d.max():+.2f} points.",
     ]
+else:
+    lines.append(
+        "The rating temperatures and their effect on QA accuracy await runs of `fqa run beyond` "
+        "(section 1 says which)."
+    )
+if DEPTH:
     for r, b in acc_k.loc[acc_k.groupby("reranker")["mean"].idxmax()].set_index("reranker").iterrows():
         at20 = shown[(shown.reranker == r) & (shown.depth == 20)].iloc[0]
         lines.append(
@@ -468,8 +479,5 @@ if CURRENT:
             f"points (Holm p {at20.p_holm:.3g}); recall@20 {at20['recall@k']:.2f}%."
         )
 else:
-    lines.append(
-        "The rating temperatures, their effect on QA accuracy and the reranking depth await `fqa run beyond` "
-        "on the current rerankers (sections 1 and 3 say so where they would be)."
-    )
+    lines.append("The reranking depth awaits runs of `fqa run beyond` (section 3 says which).")
 glue("findings", Markdown("\n".join(f"- {line}" for line in lines)), display=False)

@@ -476,7 +476,7 @@ print(
 alone_view.rename_axis(index="reranker alone", columns="RQA").rename(index=breakable)
 
 # %% [markdown]
-# The AUC of P(Excellent) on every rescored RQA system's top 5, seeds pooled:
+# The AUC of P(Excellent) on every rescored RQA system's top 5 (mean over the reranker's seeds, as in the table above):
 
 # %% tags=["hide-input"]
 from fqa_analysis.core.reranking import score_separation

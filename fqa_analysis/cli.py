@@ -10,6 +10,7 @@ Exit codes: 0 success, 1 bad data (a message per problem, no traceback), 2 usage
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import sys
 from collections.abc import Sequence
@@ -33,7 +34,7 @@ from fqa_analysis.models.reranker.variants import (
     RerankRunConfig,
 )
 from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
-from fqa_analysis.stages.beyond import BeyondRunConfig
+from fqa_analysis.stages.beyond import RUN_KINDS, BeyondRunConfig, RunSelectionError
 from fqa_analysis.stages.explain_rate import ExplainRateRunConfig
 from fqa_analysis.stages.manifest import ConfigurationMismatchError
 from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig
@@ -108,8 +109,8 @@ def _parser() -> argparse.ArgumentParser:
         "--replace",
         action="store_const",
         const=True,
-        help="rqa / relevance / rerank: drop the stage's earlier runs in --out when they were computed under "
-        "another configuration (without it such a run is refused: a stage never mixes configurations)",
+        help="rqa / relevance / rerank / beyond: drop the earlier runs in --out when they were computed "
+        "under another configuration (without it such a run is refused: a stage never mixes configurations)",
     )
     run_p.add_argument(
         "--variants",
@@ -249,6 +250,13 @@ def _parser() -> argparse.ArgumentParser:
         f"{_listed(BeyondRunConfig.seeds)}; the fraction-1 point reuses every --seeds model)",
     )
     run_p.add_argument(
+        "--beyond-runs",
+        type=_patterns,
+        help="beyond stage: comma-separated runs to compute, shell-style patterns over "
+        "selection/<variant>/seed<N>, fraction/<share>/seed<N>, leave_out/<domain>/seed<N>, "
+        "size_control/<domain>/seed<N>, deep/<variant>/seed<N> (default: all; runs accumulate in --out)",
+    )
+    run_p.add_argument(
         "--depth",
         type=_int_in(5, 100),
         help=f"beyond stage: candidates kept for the top-k sweep, 5..100 (default: {BeyondRunConfig.depth})",
@@ -285,7 +293,7 @@ STAGES: dict[str, set[str]] = {
     "rerank": _RERANK_OPTIONS | {"replace", "warm_frozen_layers"},
     "explain": {"subset", "explain_epochs", "explain_candidates", "explain_opening_weight", "max_steps"},
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
-    "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth"},
+    "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth", "beyond_runs", "replace"},
     "explain_rate": {
         "subset",
         "seeds",
@@ -383,6 +391,18 @@ def _fractions(text: str) -> tuple[float, ...]:
     if not all(0 < v <= 1 for v in values):
         raise argparse.ArgumentTypeError(f"{text!r} has a share outside (0, 1]")
     return values
+
+
+def _patterns(text: str) -> tuple[str, ...]:
+    """Comma-separated run patterns of the beyond stage, each of a known kind (``deep/*``)."""
+    items = tuple(_items(text))
+    bad = [i for i in items if not any(fnmatch.fnmatchcase(k, i.split("/")[0]) for k in RUN_KINDS)]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(bad)}: a run starts with one of {', '.join(RUN_KINDS)} (e.g. deep/combined/seed0, "
+            "selection/*_scratch/*)"
+        )
+    return items
 
 
 def _pointless(args: argparse.Namespace) -> list[str]:
@@ -543,8 +563,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             fractions=args.fractions or BeyondRunConfig.fractions,
             seeds=args.experiment_seeds or BeyondRunConfig.seeds,
             depth=args.depth or BeyondRunConfig.depth,
+            runs=args.beyond_runs,
         )
-        _report(run_beyond(data_dir, args.out, beyond, args.cache_dir))
+        _report(run_beyond(data_dir, args.out, beyond, args.cache_dir, replace_runs=bool(args.replace)))
     if args.stage in ("all", "explain_rate"):
         from fqa_analysis.stages.explain_rate import ExplainRateRunConfig, run_explain_rate
 
@@ -601,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except ConfigurationMismatchError as exc:  # refused before any work: a usage error
+    except (ConfigurationMismatchError, RunSelectionError) as exc:  # refused before any work: a usage error
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -488,3 +488,60 @@ def test_an_interrupted_scoring_pass_resumes_with_the_missing_pairs_and_the_same
     resumed, from_cache = variants.score_cached(tmp_path / "resumed", weights, ids, states, config)
     assert not from_cache
     np.testing.assert_array_equal(resumed, whole)
+
+
+def test_beyond_runs_are_chosen_by_pattern_and_an_unknown_one_is_refused() -> None:
+    from fqa_analysis.models.reranker.pairs import FeedbackExperiment
+    from fqa_analysis.models.reranker.variants import RerankRunConfig
+    from fqa_analysis.stages.beyond import BeyondRunConfig, RunSelectionError, beyond_runs, chosen_runs
+
+    config = BeyondRunConfig(rerank=RerankRunConfig(variants=("feedback_kl", "combined"), seeds=(0, 1)))
+    experiments = [
+        FeedbackExperiment("leave_out", "WHO", 0, [], []),
+        FeedbackExperiment("fraction", "0.5", 0, [], []),
+    ]
+    planned = beyond_runs(config, experiments)
+    assert planned == [
+        "selection/feedback_kl/seed0",
+        "selection/feedback_kl/seed1",
+        "selection/combined/seed0",
+        "selection/combined/seed1",
+        "leave_out/WHO/seed0",
+        "fraction/0.5/seed0",
+        "deep/combined/seed0",
+        "deep/combined/seed1",
+    ]
+    assert chosen_runs(planned, ["*/seed1", "leave_out/*"]) == [
+        "selection/feedback_kl/seed1",
+        "selection/combined/seed1",
+        "leave_out/WHO/seed0",
+        "deep/combined/seed1",
+    ]
+    with pytest.raises(RunSelectionError, match="'deep/vanilla/\\*' names none"):
+        chosen_runs(planned, ["deep/vanilla/*"])
+
+
+def test_kept_runs_rows_stay_and_the_recomputed_runs_rows_are_replaced(tmp_path: Path) -> None:
+    from fqa_analysis.stages.beyond import _experiment_run, _joined, _kept_earlier
+
+    earlier = pd.DataFrame(
+        {
+            "experiment": ["fraction", "fraction", "leave_out"],
+            "setting": ["0.5", "1", "WHO"],
+            "seed": [0, 0, 0],
+            "p_bad": [0.1, 0.2, 0.3],
+        }
+    )
+    path = tmp_path / "feedback_experiment_ratings.parquet"
+    earlier.to_parquet(path)
+    new = pd.DataFrame({"experiment": ["fraction"], "setting": ["0.5"], "seed": [0], "p_bad": [0.9]})
+    kept = _kept_earlier(path, _experiment_run, {"leave_out/WHO/seed0"})
+    joined = _joined(kept, new)
+    # fraction 1 is no longer a run of the stage, fraction 0.5 is recomputed, leave_out is kept
+    assert joined.to_dict("list") == {
+        "experiment": ["leave_out", "fraction"],
+        "setting": ["WHO", "0.5"],
+        "seed": [0, 0],
+        "p_bad": [0.3, 0.9],
+    }
+    assert _kept_earlier(path, _experiment_run, set()) is None

@@ -13,6 +13,10 @@ from fqa_analysis.cli import main
     ("argv", "message"),
     [
         (["rerank", "--seeds", "x"], "argument --seeds: 'x' is not a comma-separated list of integers"),
+        (
+            ["beyond", "--beyond-runs", "deep/*,models/*"],
+            "argument --beyond-runs: models/*: a run starts with",
+        ),
         (["rerank", "--seeds", "0,-1"], "has a negative seed"),
         (["rerank", "--seeds", "0,0"], "repeats an item"),
         (["rerank", "--seeds", "0,,1"], "argument --seeds: '0,,1' has an empty item"),

@@ -178,6 +178,19 @@ def test_score_separation_by_hand() -> None:
     assert t["spread_p_rqa"] == pytest.approx((0.1 + 0.3) / 2 / np.sqrt(2))
 
 
+def test_score_separation_averages_the_seeds_auc_instead_of_pooling_them() -> None:
+    from fqa_analysis.core.reranking import score_separation
+
+    one = _ablation_candidates()
+    one = one[(one["reranker"] != "none") & (one["domain"] == "WHO")]
+    # seed 1: the same candidates with P(Excellent) of every gold raised to 1 -> its AUC is 1.0
+    other = one.assign(seed=one["seed"].max() + 1)
+    other.loc[other["is_gold"].astype(bool), "p_excellent"] = 1.0
+    t = score_separation(pd.concat([one, other]), overall_domains=["WHO"]).iloc[0]
+    assert t["auc_p_excellent"] == pytest.approx((0.625 + 1.0) / 2)
+    assert "seed" not in t.index
+
+
 def test_compare_family_holms_over_every_rqa_and_pair() -> None:
     from fqa_analysis.core.reranking import compare_family
     from fqa_analysis.core.stats import holm

@@ -87,6 +87,9 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, flo
     # two learning-curve points: one trained, and fraction 1 read from the rerank stage's model
     beyond = [*("beyond" if a == "rerank" else a for a in rerank), "--fractions", "0.5,1"]
     assert main(beyond) == 0
+    # runs accumulate: a second invocation recomputes two runs and keeps the others' rows
+    assert main([*beyond, "--beyond-runs", "deep/*,fraction/0.5/*"]) == 0
+    assert main([*beyond, "--beyond-runs", "deep/vanilla/*"]) == 2  # names no run: refused
     explain_rate = [
         "run",
         "explain_rate",
@@ -276,6 +279,18 @@ def test_beyond_stage_reuses_the_rerank_models_and_covers_the_top_20(
     assert set(selection["reranker"]) == set(VARIANTS)
     stage = json.loads((out / "manifest.json").read_text())["stages"]["beyond"]
     assert stage["timings"]["fraction/1/seed0/train"]["from_cache"]
+    # every run is present once, none planned; the kept runs' steps are carried over
+    assert stage["planned"] == []
+    assert {r.split("/")[0] for r in stage["run_commits"]} == {
+        "selection",
+        "fraction",
+        "leave_out",
+        "size_control",
+        "deep",
+    }
+    assert "leave_out/WHO/seed0/train" in stage["timings"]
+    selection_runs = [r for r in stage["run_commits"] if r.startswith("selection/")]
+    assert len(selection.groupby(["reranker", "seed"])) == len(selection_runs)
 
 
 def _outputs(nb: Any) -> str:

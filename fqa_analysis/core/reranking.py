@@ -307,10 +307,12 @@ def score_separation(
 ) -> pd.DataFrame:
     """Why one reranker score beats the other: how each separates gold from the other candidates.
 
-    Per (RQA, reranker), over every seed's top-k candidates of the overall questions: the AUC of
+    Per (RQA, reranker), over the top-k candidates of the overall questions: the AUC of
     P(Excellent) and of E[y]/3 for gold vs non-gold candidates, and the mean within-question
     standard deviation of each score and of ``p_rqa`` (how strongly a score can reorder the
     RQA's list: a score that barely varies across a question's candidates leaves P_theta in charge).
+    Each is computed per seed and averaged over the reranker's seeds, as every per-model number of
+    the book is (pooling the seeds' candidates into one AUC would give another number).
 
     Returns:
         ``rqa, reranker, auc_p_excellent, auc_expected_rating, spread_p_rqa,
@@ -321,7 +323,7 @@ def score_separation(
         pe=p_excellent_score(rated), er=expected_rating_score(rated), p=rated["p_rqa"].astype(float)
     )
     rows = []
-    for (rqa, reranker), block in rated.groupby(["rqa", "reranker"], sort=False):
+    for (rqa, reranker, seed), block in rated.groupby(["rqa", "reranker", "seed"], sort=False):
         gold = block["is_gold"].to_numpy(dtype=bool)
         spread = block.groupby([*RUN_KEYS, "domain", "split", "question_id"], sort=False)[
             ["p", "pe", "er"]
@@ -330,6 +332,7 @@ def score_separation(
             {
                 "rqa": rqa,
                 "reranker": reranker,
+                "seed": seed,
                 "auc_p_excellent": auc(block["pe"].to_numpy(), gold),
                 "auc_expected_rating": auc(block["er"].to_numpy(), gold),
                 "spread_p_rqa": float(spread["p"].mean()),
@@ -337,7 +340,13 @@ def score_separation(
                 "spread_expected_rating": float(spread["er"].mean()),
             }
         )
-    return pd.DataFrame(rows)
+    per_seed = pd.DataFrame(rows)
+    return (
+        per_seed.groupby(["rqa", "reranker"], sort=False)
+        .mean(numeric_only=True)
+        .drop(columns="seed")
+        .reset_index()
+    )
 
 
 def reranker_quality(

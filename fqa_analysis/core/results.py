@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "load_relevance_recipes",
     "load_stage",
     "load_table",
+    "missing_runs_note",
     "relevance_recipes",
     "rerankers_current",
     "results_dir",
@@ -190,9 +192,10 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
     a manifest predates it), except: a ``<run>/train`` step whose run has a training history counts
     that model's own epochs (``wall_s``: training and its selection pass), so a step that also
     trained another model (the relevance model, when the cache lacked it) does not count that one
-    again; and a ``relevance_model`` step counts nothing where the stage records the relevance
-    model's own run (``vanilla/seed0``), which counts it, or in an explain_rate stage, which loads
-    the rerank stage's model.
+    again; a ``relevance_model`` step counts nothing where the stage records the relevance
+    model's own run (``vanilla/seed0``), which counts it, or in an explain_rate or beyond stage,
+    which load the rerank stage's model; and a beyond ``<run>/model`` step (a rerank-stage model,
+    retrained only where the cache lacks it) counts nothing: the rerank stage counts it.
 
     Example:
         >>> stage = {"timings": {"a/train": {"wall_s": 1.0, "compute_s": 900.0},
@@ -204,6 +207,9 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
         {'a/train': 180.0, 'relevance_model': 0.0, 'vanilla/seed0/train': 600.0, 'a/score': 30.0}
         >>> counted_seconds({"stage": "explain_rate", "timings": {"relevance_model": {"wall_s": 900.0}}})
         {'relevance_model': 0.0}
+        >>> counted_seconds({"stage": "beyond", "timings": {"deep/combined/seed0/model": {"wall_s": 300.0},
+        ...                                                  "deep/combined/seed0/score": {"wall_s": 60.0}}})
+        {'deep/combined/seed0/model': 0.0, 'deep/combined/seed0/score': 60.0}
     """
     histories = stage.get("histories", {})
     out = {}
@@ -214,9 +220,11 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
         if epochs and all("wall_s" in e for e in epochs):
             seconds = round(sum(float(e["wall_s"]) for e in epochs), 2)
         elif step == "relevance_model" and (
-            "vanilla/seed0" in histories or str(stage.get("stage", "")).startswith("explain_rate")
+            "vanilla/seed0" in histories or str(stage.get("stage", "")).startswith(("explain_rate", "beyond"))
         ):
-            # the rerank stage counts the relevance model (its `vanilla`); explain_rate only loads it
+            # the rerank stage counts the relevance model (its `vanilla`); the others only load it
+            seconds = 0.0
+        elif stage.get("stage") == "beyond" and step.endswith("/model"):
             seconds = 0.0
         out[step] = seconds
     return out
@@ -292,6 +300,47 @@ def comparable_config(record: dict[str, Any], run_fields: tuple[str, ...] = ()) 
         if not any(k == f or k.startswith(f + ".") for f in run_fields)
         and not (k.rsplit(".", 1)[-1] in LATER_SETTINGS and v == LATER_SETTINGS[k.rsplit(".", 1)[-1]])
     }
+
+
+def missing_runs_note(stage: dict[str, Any], kinds: Sequence[str], current: bool) -> str | None:
+    """Why a chapter section built on a stage's runs of ``kinds`` is not shown, or None when it can be.
+
+    A section is shown only on all of its runs (a learning curve with a point missing would be
+    misread); the note names the runs still planned and the command that computes them.
+
+    Args:
+        stage: The stage's manifest entry (its ``planned`` list names the runs not yet present).
+        kinds: The first parts of the section's run names (``fraction``, ``deep``, ...).
+        current: Whether the stage ran on the rerank stage's present rerankers
+            (:func:`rerankers_current`).
+
+    Example:
+        >>> stage = {"stage": "beyond", "planned": ["deep/combined/seed1", "fraction/0.1/seed0"]}
+        >>> note = missing_runs_note(stage, ["deep"], True)
+        >>> note.split(";")[0]
+        '*Not shown yet: 1 run of this section is still planned (deep/combined/seed1)'
+        >>> note.split(";")[1]
+        " `fqa run beyond --beyond-runs 'deep/*'` computes it.*"
+        >>> missing_runs_note(stage, ["selection"], True) is None
+        True
+    """
+    name = stage.get("stage", "the stage")
+    if not current:
+        return (
+            f"*Not shown: `fqa run {name}` last ran on other rerankers than the rerank stage's present ones "
+            "(compare the two stages' configurations in `results/manifest.json`); this section returns "
+            "when the stage is rerun on the current rerankers.*"
+        )
+    left = [r for r in stage.get("planned", []) if r.split("/")[0] in kinds]
+    if not left:
+        return None
+    listed = ", ".join(left[:4]) + (", ..." if len(left) > 4 else "")
+    patterns = ",".join(f"{k}/*" for k in kinds if any(r.startswith(f"{k}/") for r in left))
+    runs, verb, them = ("run", "is", "it") if len(left) == 1 else ("runs", "are", "them")
+    return (
+        f"*Not shown yet: {len(left)} {runs} of this section {verb} still planned ({listed}); "
+        f"`fqa run {name} --beyond-runs '{patterns}'` computes {them}.*"
+    )
 
 
 def rerankers_current(recorded: dict[str, Any] | None, rerank_stage: dict[str, Any]) -> bool:

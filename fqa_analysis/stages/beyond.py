@@ -18,12 +18,22 @@ and cached by content, so a rerun costs seconds. Outputs (added to ``results/``)
   feedback-domain test questions, in the candidates contract, plus ``p_rqa_t1`` (P_theta at
   temperature 1, i.e. unscaled, on the RQA's own rows); for one RQA system also reranked by
   ``combined`` (every seed). Ranks 1..5 equal ``candidates.parquet`` (checked).
+
+The stage is a list of runs (:func:`beyond_runs`): ``selection/<variant>/seed<N>`` (a rerank model's
+selection pairs), ``<experiment>/<setting>/seed<N>`` (one experiment model) and
+``deep/<variant>/seed<N>`` (one rerank model on the deep candidates). ``--beyond-runs`` computes
+some of them; runs accumulate in ``results/`` as in every stage (a run's rows replace that run's
+rows, another configuration is refused unless ``--replace``), and the manifest lists the runs
+present, the commit of each and the runs still planned. A session on a fresh machine must first
+retrain the rerank stage's models (the relevance model alone is an hour on 2 cores), so the stage
+lands in parts.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +51,7 @@ from fqa_analysis.models.reranker.inputs import RerankInputs, example_ids, reran
 from fqa_analysis.models.reranker.network import CACHE_VERSION
 from fqa_analysis.models.reranker.pairs import FeedbackExperiment, feedback_experiments
 from fqa_analysis.models.reranker.scoring import score_cached, stored_probabilities
-from fqa_analysis.models.reranker.store import stage_model, train_or_load
+from fqa_analysis.models.reranker.store import TrainedModel, stage_model, train_or_load
 from fqa_analysis.models.reranker.variants import RELEVANCE_SEED, VARIANTS, RerankRunConfig
 from fqa_analysis.models.retrieval import (
     FineTuneConfig,
@@ -52,12 +62,37 @@ from fqa_analysis.models.retrieval import (
     make_system,
 )
 from fqa_analysis.profiling import stage
-from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
+from fqa_analysis.stages.manifest import (
+    accumulated_entry,
+    add_compute_times,
+    provenance,
+    update_manifest,
+)
 
-__all__ = ["BeyondRunConfig", "run_beyond"]
+__all__ = ["RUN_KINDS", "BeyondRunConfig", "RunSelectionError", "beyond_runs", "chosen_runs", "run_beyond"]
 
 #: Columns of the experiment tables that name a run.
 EXPERIMENT_KEYS: list[str] = ["experiment", "setting", "seed"]
+
+#: The first part of every run name of the stage (:func:`beyond_runs`).
+RUN_KINDS: tuple[str, ...] = ("selection", "fraction", "leave_out", "size_control", "deep")
+
+
+class RunSelectionError(ValueError):
+    """``--beyond-runs`` names no run of the stage (refused before any work)."""
+
+
+#: Config fields that only say which runs ran: runs that differ in nothing else sit side by side.
+_RUN_FIELDS: tuple[str, ...] = (
+    "runs",
+    "fractions",
+    "seeds",
+    "transfer",
+    "deep_rerankers",
+    "rerank.variants",
+    "rerank.seeds",
+    "rerank.score_rqa",
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +111,8 @@ class BeyondRunConfig:
         transfer: Run leave-one-domain-out and its size-matched control.
         depth: Candidates kept per question in ``deep_candidates.parquet``.
         deep_rerankers: Rerank-stage variants that rescore the deep candidates of ``rqa``.
+        runs: Which of the stage's runs (:func:`beyond_runs`) to compute, as shell-style
+            patterns (``deep/*``, ``selection/*_scratch/*``); None: all of them.
     """
 
     rerank: RerankRunConfig = field(default_factory=RerankRunConfig)
@@ -86,26 +123,83 @@ class BeyondRunConfig:
     depth: int = 20
     # One reranker, the paper's best: a second one's top-20 rows would push results/ past 20 MB.
     deep_rerankers: tuple[str, ...] = ("combined",)
+    runs: tuple[str, ...] | None = None
 
 
-def _stage_models(
+def experiment_name(run: FeedbackExperiment) -> str:
+    """The run name of one experiment model: ``<experiment>/<setting>/seed<N>``."""
+    return f"{run.experiment}/{run.setting}/seed{run.seed}"
+
+
+def beyond_runs(config: BeyondRunConfig, experiments: Sequence[FeedbackExperiment]) -> list[str]:
+    """Every run of the stage under ``config``, in the order a full run computes them.
+
+    Example:
+        >>> from fqa_analysis.models.reranker.variants import RerankRunConfig
+        >>> rerank = RerankRunConfig(variants=("combined",), seeds=(0,))
+        >>> beyond_runs(BeyondRunConfig(rerank=rerank), [])
+        ['selection/combined/seed0', 'deep/combined/seed0']
+    """
+    deep = [f"deep/{v}/seed{s}" for v in config.deep_rerankers for s in config.rerank.seeds_of(v)]
+    return (
+        [f"selection/{v}/seed{s}" for v, s in config.rerank.runs()]
+        + [experiment_name(r) for r in experiments]
+        + deep
+    )
+
+
+def chosen_runs(planned: Sequence[str], patterns: Sequence[str] | None) -> list[str]:
+    """The planned runs that ``patterns`` name (all when None), in the planned order.
+
+    Raises:
+        RunSelectionError: A pattern that names none of them (the message lists the forms).
+
+    Example:
+        >>> chosen_runs(["selection/a/seed0", "deep/a/seed0", "deep/a/seed1"], ["deep/*"])
+        ['deep/a/seed0', 'deep/a/seed1']
+    """
+    if patterns is None:
+        return list(planned)
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(r, pattern) for r in planned):
+            raise RunSelectionError(
+                f"--beyond-runs: {pattern!r} names none of the beyond stage's runs; they are "
+                "selection/<variant>/seed<N>, fraction/<share>/seed<N>, leave_out/<domain>/seed<N>, "
+                f"size_control/<domain>/seed<N> and deep/<variant>/seed<N> ({len(planned)} now, e.g. "
+                f"{', '.join(planned[:2])})"
+            )
+    return [r for r in planned if any(fnmatch.fnmatchcase(r, p) for p in patterns)]
+
+
+def _parse_model_run(run: str) -> tuple[str, int]:
+    """``(variant, seed)`` of a ``selection/<variant>/seed<N>`` or ``deep/<variant>/seed<N>`` run."""
+    _, variant, seed = run.split("/")
+    return variant, int(seed.removeprefix("seed"))
+
+
+def _needs_relevance(run: str) -> bool:
+    """Whether computing ``run`` needs the relevance model (every experiment continues from it)."""
+    if not run.startswith(("selection/", "deep/")):
+        return True
+    variant, _ = _parse_model_run(run)
+    return variant == "vanilla" or VARIANTS[variant].start == "relevance"
+
+
+def _run_model(
     inputs: RerankInputs,
     states: PairStates,
     config: BeyondRunConfig,
     cache_root: Path,
-    variants: Sequence[str],
+    run: str,
     timings: dict[str, Any],
     from_cache: dict[str, bool],
-) -> Iterator[tuple[str, int, list[tuple[str, np.ndarray]], dict[str, Any], Path]]:
-    """The rerank stage's models, from its cache: ``(variant, seed, selection examples, weights, folder)``."""
-    for variant in variants:
-        _, select = variant_examples(inputs, variant)
-        for seed in config.rerank.seeds_of(variant):
-            step = f"models/{variant}/seed{seed}"
-            with stage(timings, step):
-                model = stage_model(inputs, variant, seed, states, config.rerank, cache_root)
-            from_cache[step] = model.from_cache
-            yield variant, seed, select, model.weights, model.folder
+) -> TrainedModel:
+    """The rerank stage's model behind a selection or deep run, from its cache (else retrained)."""
+    variant, seed = _parse_model_run(run)
+    with stage(timings, f"{run}/model"):
+        model = stage_model(inputs, variant, seed, states, config.rerank, cache_root)
+    from_cache[f"{run}/model"] = model.from_cache
+    return model
 
 
 def _selection_rows(
@@ -113,19 +207,24 @@ def _selection_rows(
     states: PairStates,
     config: BeyondRunConfig,
     cache_root: Path,
+    runs: Sequence[str],
     timings: dict[str, Any],
     from_cache: dict[str, bool],
 ) -> pd.DataFrame:
-    """Every rerank-stage model's P_phi on its own model-selection pairs, beside their targets."""
-    frames = []
-    models = _stage_models(inputs, states, config, cache_root, config.rerank.variants, timings, from_cache)
-    for variant, seed, select, weights, folder in models:
+    """Per ``selection/<variant>/seed<N>`` run, that rerank model's P_phi on its model-selection pairs."""
+    targets = [f"target_{c[2:]}" for c in RATING_COLUMNS]
+    frames = [pd.DataFrame(columns=["reranker", "seed", "domain", "pair_id", *targets, *RATING_COLUMNS])]
+    for run in runs:
+        variant, seed = _parse_model_run(run)
+        model = _run_model(inputs, states, config, cache_root, run, timings, from_cache)
+        _, select = variant_examples(inputs, variant)
         select_pairs = inputs.sources[VARIANTS[variant].source][1]
-        step = f"selection/{variant}/seed{seed}"
-        with stage(timings, step):
+        with stage(timings, f"{run}/score"):
             ids = [i for i, _ in select]
-            probs, from_cache[step] = score_cached(folder, weights, ids, states, config.rerank.model)
-        targets = np.stack([t for _, t in select])
+            probs, from_cache[f"{run}/score"] = score_cached(
+                model.folder, model.weights, ids, states, config.rerank.model
+            )
+        target = np.stack([t for _, t in select])
         frames.append(
             pd.DataFrame(
                 {
@@ -133,12 +232,12 @@ def _selection_rows(
                     "seed": seed,
                     "domain": [p.domain for p in select_pairs],
                     "pair_id": ids,
-                    **{f"target_{c[2:]}": targets[:, j] for j, c in enumerate(RATING_COLUMNS)},
+                    **{c: target[:, j] for j, c in enumerate(targets)},
                     **dict(zip(RATING_COLUMNS, stored_probabilities(probs).T, strict=True)),
                 }
             )
         )
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
 
 
 def _experiment_rows(
@@ -146,14 +245,11 @@ def _experiment_rows(
     states: PairStates,
     config: BeyondRunConfig,
     cache_root: Path,
+    runs: Sequence[FeedbackExperiment],
     timings: dict[str, Any],
     from_cache: dict[str, bool],
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Train (or load) every experiment run; P_phi on the RQA's candidates and on feedback_test."""
-    fit, select = inputs.sources["feedback"]
-    runs: list[FeedbackExperiment] = feedback_experiments(
-        fit, select, config.fractions, config.seeds, transfer=config.transfer
-    )
+    """Train (or load) the given experiment runs; P_phi on the RQA's candidates and on feedback_test."""
     mine = (inputs.rqa_rows["rqa"] == config.rqa) & inputs.rqa_rows["domain"].isin(data.FEEDBACK_DOMAINS)
     rows = inputs.rqa_rows.loc[mine, ["domain", "split", "question_id", "rqa_rank", "passage_id"]]
     row_ids = [i for i, m in zip(inputs.cand_ids, mine, strict=True) if m]
@@ -163,9 +259,11 @@ def _experiment_rows(
         )
     score_ids = sorted(set(row_ids) | set(inputs.test_ids))
     position = {pid: i for i, pid in enumerate(score_ids)}
-    cand_frames, rating_frames, record = [], [], {}
+    cand_frames = [pd.DataFrame(columns=[*rows.columns, *EXPERIMENT_KEYS, *RATING_COLUMNS])]
+    rating_frames = [pd.DataFrame(columns=[*EXPERIMENT_KEYS, "domain", "item_id", *RATING_COLUMNS])]
+    record = {}
     for run in runs:
-        name = f"{run.experiment}/{run.setting}/seed{run.seed}"
+        name = experiment_name(run)
         examples, select_ids = example_ids(run.fit, "kl"), example_ids(run.select, "kl")
         with stage(timings, f"{name}/train"):
             # warm-started like the rerank stage's feedback_kl: from the one relevance model
@@ -180,14 +278,16 @@ def _experiment_rows(
                 cache_root,
                 init=(relevance.folder, relevance.weights),
             )
-            weights, history, folder = trained.weights, trained.history, trained.folder
-            cached = trained.from_cache
-        from_cache[f"{name}/train"] = cached
+        from_cache[f"{name}/train"] = trained.from_cache
         with stage(timings, f"{name}/score"):
             probs, from_cache[f"{name}/score"] = score_cached(
-                folder, weights, score_ids, states, config.rerank.model
+                trained.folder, trained.weights, score_ids, states, config.rerank.model
             )
-        record[name] = {"fit_pairs": len(run.fit), "select_pairs": len(run.select), "history": history}
+        record[name] = {
+            "fit_pairs": len(run.fit),
+            "select_pairs": len(run.select),
+            "history": trained.history,
+        }
         tags: dict[str, Any] = {"experiment": run.experiment, "setting": run.setting, "seed": run.seed}
         p_rows = stored_probabilities(probs[[position[i] for i in row_ids]])
         cand_frames.append(rows.assign(**tags, **dict(zip(RATING_COLUMNS, p_rows.T, strict=True))))
@@ -202,7 +302,11 @@ def _experiment_rows(
                 }
             )
         )
-    return pd.concat(cand_frames, ignore_index=True), pd.concat(rating_frames, ignore_index=True), record
+    return (
+        pd.concat([f for f in cand_frames if len(f)] or cand_frames[:1], ignore_index=True),
+        pd.concat([f for f in rating_frames if len(f)] or rating_frames[:1], ignore_index=True),
+        record,
+    )
 
 
 def _rqa_stage(out_dir: Path) -> dict[str, Any]:
@@ -351,15 +455,21 @@ def _deep_reranked_rows(
     config: BeyondRunConfig,
     pools: dict[tuple[str, str], data.QASplit],
     cache_root: Path,
+    runs: Sequence[str],
     timings: dict[str, Any],
     from_cache: dict[str, bool],
 ) -> tuple[pd.DataFrame, int]:
-    """The deep candidates of ``config.rqa`` rescored by the deep rerankers (every seed).
+    """The deep candidates of ``config.rqa`` rescored by each ``deep/<variant>/seed<N>`` run's model.
 
-    Pairs the rerank stage scored keep that stage's P_phi (read from its cache), so ranks 1..5
-    agree with ``candidates.parquet`` to the bit; only the new pairs are encoded and scored.
+    Ranks 1..5 take the P_phi of ``candidates.parquet`` itself (the rerank stage's numbers, to the
+    bit, with no model needed to reproduce them); ranks 6..``depth`` are scored, the pairs the
+    model scored before read from its score cache.
+
+    Returns:
+        The reranked rows, and how many of their pairs the rerank stage never encoded.
     """
     mine = deep[deep["rqa"] == config.rqa].reset_index(drop=True)
+    keys = ["domain", "split", "question_id", "rqa_rank"]
     texts = [
         pools[(d, s)].passages[int(p)].text
         for d, s, p in zip(mine["domain"], mine["split"], mine["passage_id"], strict=True)
@@ -367,43 +477,128 @@ def _deep_reranked_rows(
     ids = [pair_id(q, p) for q, p in zip(mine["question"], texts, strict=True)]
     old = set(inputs.score_ids)
     new_pairs = sorted({(q, p) for q, p, i in zip(mine["question"], texts, ids, strict=True) if i not in old})
+    if not runs:
+        return mine.iloc[:0].assign(reranker=pd.Series(dtype=str), seed=pd.Series(dtype=int)), len(new_pairs)
     with stage(timings, "deep/lower_layers"):
         extra = encode_pairs(new_pairs, config.rerank.model, cache_root)
     from_cache["deep/lower_layers"] = extra.from_cache
     both = PairStates.union(states, extra)
-    new_ids = sorted({pair_id(q, p) for q, p in new_pairs})
+    top = int(inputs.candidates["rqa_rank"].max())
+    below = (mine["rqa_rank"] > top).to_numpy()
+    below_ids = sorted({i for i, b in zip(ids, below, strict=True) if b})
     frames = []
-    models = _stage_models(inputs, states, config, cache_root, config.deep_rerankers, timings, from_cache)
-    for variant, seed, _, weights, folder in models:
-        name = f"deep/{variant}/seed{seed}"
-        with stage(timings, name):
-            known, known_cached = score_cached(folder, weights, inputs.score_ids, states, config.rerank.model)
-            fresh, fresh_cached = score_cached(folder, weights, new_ids, both, config.rerank.model)
-        from_cache[name] = known_cached and fresh_cached
-        lookup = dict(zip(inputs.score_ids, known, strict=True)) | dict(zip(new_ids, fresh, strict=True))
-        probs = stored_probabilities(np.stack([lookup[i] for i in ids]))
+    for run in runs:
+        variant, seed = _parse_model_run(run)
+        stage_rows = inputs.candidates[
+            (inputs.candidates["rqa"] == config.rqa)
+            & (inputs.candidates["reranker"] == variant)
+            & (inputs.candidates["seed"] == seed)
+        ]
+        upper = mine.loc[~below, keys + ["passage_id"]].merge(
+            stage_rows[keys + ["passage_id", *RATING_COLUMNS]], on=keys, how="left", suffixes=("", "_c")
+        )
+        if upper[RATING_COLUMNS].isna().any().any() or (upper["passage_id"] != upper["passage_id_c"]).any():
+            raise ValueError(
+                f"candidates.parquet lacks (or differs from) {variant} seed {seed}'s rows of RQA "
+                f"{config.rqa!r}; "
+                f"run `fqa run rerank` with that variant and seed before `fqa run beyond`"
+            )
+        model = _run_model(inputs, states, config, cache_root, run, timings, from_cache)
+        with stage(timings, f"{run}/score"):
+            probs, from_cache[f"{run}/score"] = score_cached(
+                model.folder, model.weights, below_ids, both, config.rerank.model
+            )
+        lookup = dict(zip(below_ids, stored_probabilities(probs), strict=True))
+        p_phi = np.zeros((len(mine), len(RATING_COLUMNS)), dtype=np.float32)
+        p_phi[~below] = upper[RATING_COLUMNS].to_numpy(np.float32)
+        if below.any():  # none at --depth 5
+            p_phi[below] = np.stack([lookup[i] for i, b in zip(ids, below, strict=True) if b])
         frames.append(
-            mine.assign(reranker=variant, seed=seed, **dict(zip(RATING_COLUMNS, probs.T, strict=True)))
+            mine.assign(reranker=variant, seed=seed, **dict(zip(RATING_COLUMNS, p_phi.T, strict=True)))
         )
     return pd.concat(frames, ignore_index=True), len(new_pairs)
 
 
+def _kept_earlier(
+    path: Path, run_of: Callable[[pd.DataFrame], pd.Series], earlier: set[str]
+) -> pd.DataFrame | None:
+    """Rows of the earlier table at ``path`` of the ``earlier`` runs (kept beside this run's)."""
+    if not earlier or not path.exists():
+        return None
+    old = pd.read_parquet(path)
+    return old[run_of(old).isin(earlier)]
+
+
+def _joined(earlier: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
+    """This run's rows after the earlier runs' kept ones (one dtype per column on both sides)."""
+    if earlier is None or earlier.empty:
+        return new
+    if new.empty:
+        return earlier.reset_index(drop=True)
+    return pd.concat([earlier, new.astype(earlier.dtypes.to_dict())], ignore_index=True)
+
+
+def _model_run(prefix: str) -> Callable[[pd.DataFrame], pd.Series]:
+    """The run name of each row of a table keyed by ``reranker`` and ``seed``."""
+    return lambda f: prefix + f["reranker"].astype(str) + "/seed" + f["seed"].astype(str)
+
+
+def _experiment_run(f: pd.DataFrame) -> pd.Series:
+    """The run name of each row of an experiment table."""
+    return f["experiment"].astype(str) + "/" + f["setting"].astype(str) + "/seed" + f["seed"].astype(str)
+
+
 def run_beyond(
-    data_dir: Path, out_dir: Path, config: BeyondRunConfig | None = None, cache_root: Path | None = None
+    data_dir: Path,
+    out_dir: Path,
+    config: BeyondRunConfig | None = None,
+    cache_root: Path | None = None,
+    replace_runs: bool = False,
 ) -> dict[str, Any]:
-    """Run the beyond stage on top of the rqa and rerank stages' results in ``out_dir``."""
+    """Run (some of) the beyond stage on top of the rqa and rerank stages' results in ``out_dir``.
+
+    Runs accumulate (:func:`~fqa_analysis.stages.manifest.accumulated_entry`): the chosen runs'
+    rows replace their earlier rows, the folder's other runs stay when they share this
+    configuration; under another configuration the run is refused before any work unless
+    ``replace_runs``, which drops them.
+
+    Raises:
+        ConfigurationMismatchError: ``out_dir`` holds the stage under another configuration.
+        RunSelectionError: A ``config.runs`` pattern that names no run of the stage.
+    """
     config = config or BeyondRunConfig()
     cache_root = cache_root or default_cache_root()
+    config_record = asdict(config)
+    previous = accumulated_entry(out_dir, "beyond", config_record, _RUN_FIELDS, replace_runs)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
         inputs = rerank_inputs(data_dir, out_dir, config.rerank, cache_root)
+    fit, select = inputs.sources["feedback"]
+    experiments = feedback_experiments(fit, select, config.fractions, config.seeds, transfer=config.transfer)
+    planned = beyond_runs(config, experiments)
+    ran = chosen_runs(planned, config.runs)
+    earlier = set(previous.get("run_commits", {})) - set(ran)
     with stage(timings, "lower_layers"):  # the rerank stage's cache: the same pairs, the same key
         states = encode_pairs(inputs.all_pairs, config.rerank.model, cache_root)
     from_cache["lower_layers"] = states.from_cache
-    selection = _selection_rows(inputs, states, config, cache_root, timings, from_cache)
-    experiments, experiment_ratings, runs = _experiment_rows(
-        inputs, states, config, cache_root, timings, from_cache
+    if any(_needs_relevance(r) for r in ran):
+        # in a step of its own (trained only when the cache lacks it): the rerank stage's model
+        with stage(timings, "relevance_model"):
+            relevance = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config.rerank, cache_root)
+        from_cache["relevance_model"] = relevance.from_cache
+    selection = _selection_rows(
+        inputs,
+        states,
+        config,
+        cache_root,
+        [r for r in ran if r.startswith("selection/")],
+        timings,
+        from_cache,
+    )
+    chosen_experiments = [e for e in experiments if experiment_name(e) in set(ran)]
+    experiment_rows, experiment_ratings, records = _experiment_rows(
+        inputs, states, config, cache_root, chosen_experiments, timings, from_cache
     )
     with stage(timings, "deep/rqa"):
         reused = _reused_deep_rqa_rows(out_dir, inputs.candidates, config.depth)
@@ -415,41 +610,74 @@ def run_beyond(
             pools = _test_pools(data_dir, deep, _rqa_stage(out_dir)["config"]["subset"])
     from_cache["deep/rqa"] = reused is not None
     reranked, new_pairs = _deep_reranked_rows(
-        deep, inputs, states, config, pools, cache_root, timings, from_cache
+        deep,
+        inputs,
+        states,
+        config,
+        pools,
+        cache_root,
+        [r for r in ran if r.startswith("deep/")],
+        timings,
+        from_cache,
     )
+    deep_path = out_dir / "deep_candidates.parquet"
+    kept = _kept_earlier(deep_path, _model_run("deep/"), earlier)
     reranked["p_rqa_t1"] = np.nan  # the RQA's own rows carry it
-    deep = pd.concat([deep.astype({c: np.float32 for c in RATING_COLUMNS}), reranked], ignore_index=True)
+    deep = deep[deep["reranker"] == NO_RERANKER].astype({c: np.float32 for c in RATING_COLUMNS})
+    deep = pd.concat(
+        [deep, *([] if kept is None or kept.empty else [kept]), *([reranked] if len(reranked) else [])],
+        ignore_index=True,
+    )
     # float32 P_theta (the exact float64 values were checked against candidates.parquet above) and
     # question-major rows keep results/ under 20 MB (ARCHITECTURE.md#results-contract); readers
     # must not rely on row order.
-    deep = deep.astype({"p_rqa": np.float32, "p_rqa_t1": np.float32})
-    validate_candidates(deep, out_dir / "deep_candidates.parquet")
+    deep = deep.astype(
+        {"p_rqa": np.float32, "p_rqa_t1": np.float32, **{c: np.float32 for c in RATING_COLUMNS}}
+    )
+    validate_candidates(deep, deep_path)
     order = ["protocol", "domain", "split", "question_id", "rqa", "rqa_rank", "reranker", "seed"]
-    atomic_write_parquet(out_dir / "deep_candidates.parquet", deep.sort_values(order, ignore_index=True))
+    experiments_path = out_dir / "feedback_experiments.parquet"
+    ratings_path = out_dir / "feedback_experiment_ratings.parquet"
+    selection_path = out_dir / "selection_predictions.parquet"
+    experiment_rows = _joined(_kept_earlier(experiments_path, _experiment_run, earlier), experiment_rows)
+    experiment_ratings = _joined(_kept_earlier(ratings_path, _experiment_run, earlier), experiment_ratings)
+    selection = _joined(_kept_earlier(selection_path, _model_run("selection/"), earlier), selection)
+    atomic_write_parquet(deep_path, deep.sort_values(order, ignore_index=True))
     atomic_write_parquet(
-        out_dir / "feedback_experiments.parquet",
-        experiments.sort_values(
+        experiments_path,
+        experiment_rows.sort_values(
             ["domain", "split", "question_id", "rqa_rank", *EXPERIMENT_KEYS], ignore_index=True
         ),
     )
-    atomic_write_parquet(out_dir / "feedback_experiment_ratings.parquet", experiment_ratings)
-    atomic_write_parquet(out_dir / "selection_predictions.parquet", selection)
-    config_record = asdict(config)
-    # Steps are named per reranker, so which ones rescore the deep candidates is not part of the comparison.
-    add_compute_times(
-        out_dir / "manifest.json", "beyond", timings, from_cache, config_record, ("deep_rerankers",)
-    )
+    atomic_write_parquet(ratings_path, experiment_ratings)
+    atomic_write_parquet(selection_path, selection)
+    if earlier:
+        carried = {k: v for k, v in previous["timings"].items() if k.rsplit("/", 1)[0] in earlier}
+        from_cache.update(dict.fromkeys(carried, True))  # not computed now: their compute_s carries over
+        timings = {**carried, **timings}
+        earlier_records = previous.get("experiment_runs", {})
+        records = {**{k: earlier_records[k] for k in earlier if k in earlier_records}, **records}
+    # Steps are named per run, so which runs ran is not part of the comparison.
+    add_compute_times(out_dir / "manifest.json", "beyond", timings, from_cache, config_record, _RUN_FIELDS)
+    record = provenance(timings, CACHE_VERSION)
+    earlier_commits = previous.get("run_commits", {})
+    run_commits = {
+        **{r: earlier_commits[r] for r in planned + sorted(earlier) if r in earlier},
+        **dict.fromkeys(ran, record["git_commit"]),
+    }
     entry = {
         "stage": "beyond",
         "protocol": inputs.protocol,
         "config": config_record,
-        "experiment_runs": runs,
+        "experiment_runs": records,
+        "run_commits": run_commits,
+        "planned": [r for r in planned if r not in run_commits],
         "deep_new_pairs": new_pairs,
         "deep_rqa_rows": "reused from the earlier deep_candidates.parquet (top ranks checked against "
         "candidates.parquet)"
         if reused is not None
         else "computed from the rqa stage's models",
-        **provenance(timings, CACHE_VERSION),
+        **record,
     }
     update_manifest(out_dir / "manifest.json", "beyond", entry)
     return entry
