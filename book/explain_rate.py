@@ -49,7 +49,14 @@ from fqa_analysis.core.reranking import (
     score_outcomes,
     seed_table,
 )
-from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir, stage_cost
+from fqa_analysis.core.results import (
+    dirty_commits,
+    load_candidates,
+    load_stage,
+    load_table,
+    results_dir,
+    stage_cost,
+)
 from fqa_analysis.core.text_metrics import variety
 from fqa_analysis.models.reranker.pairs import feedback_item_sets
 
@@ -64,15 +71,21 @@ OURS, PAPER = "feedback_explain_rate", "feedback_explain_rate_paper"
 NAMES = {RATE_ONLY: "rate-only", OURS: "explain-then-rate (ours)", PAPER: "explain-then-rate (paper's form)"}
 SYSTEMS = list(stage["config"]["rqa"])
 candidates = load_candidates(RESULTS)
-READY = RATE_ONLY in set(candidates["reranker"])
+# rows computed from uncommitted code (a `+dirty` manifest entry) are not shown
+DIRTY = dirty_commits(stage, paper_stage)
+READY = RATE_ONLY in set(candidates["reranker"]) and not DIRTY
 WAITING = Markdown(
-    f"*Not computed yet: the rate-only reranker this chapter compares with, `{RATE_ONLY}` (the same starting "
-    f"point, {'the relevance model' if START == 'relevance' else 'MiniLM'}, and the same feedback), is not in "
-    f"`results/`; `fqa run rerank --variants {RATE_ONLY}` adds it.*"
+    f"*Not shown: this stage's rows in `results/` were computed from uncommitted code (manifest commit "
+    f"`{DIRTY[0]}`); they return when `fqa run explain_rate` (and its paper form) is rerun at a clean commit.*"
+    if DIRTY
+    else f"*Not computed yet: the rate-only reranker this chapter compares with, `{RATE_ONLY}` (the same "
+    f"starting point, {'the relevance model' if START == 'relevance' else 'MiniLM'}, and the same feedback), is "
+    f"not in `results/`; `fqa run rerank --variants {RATE_ONLY}` adds it.*"
 )
 print(
     f"explain-then-rate encoder starts from {'the relevance model' if START == 'relevance' else 'MiniLM'}; "
-    f"rate-only reranker compared: {RATE_ONLY}" + ("" if READY else " (not in results/ yet)")
+    f"rate-only reranker compared: {RATE_ONLY}"
+    + ("" if READY else " (not shown: see below)" if DIRTY else " (not in results/ yet)")
 )
 
 # %% tags=["hide-input"]

@@ -57,6 +57,7 @@ from fqa_analysis.core.reranking import (
     seed_table,
 )
 from fqa_analysis.core.results import (
+    dirty_commits,
     load_candidates,
     load_manifest,
     load_stage,
@@ -282,7 +283,10 @@ RATE_ONLY = (
     if load_stage(RESULTS, "explain_rate")["config"].get("start", "minilm") == "relevance"
     else "feedback_kl_scratch"
 )
-if have(RATE_ONLY):
+EXPLAIN_RATE_DIRTY = dirty_commits(
+    load_stage(RESULTS, "explain_rate"), load_stage(RESULTS, "explain_rate_paper")
+)
+if have(RATE_ONLY) and not EXPLAIN_RATE_DIRTY:
     # both forms against rate-only, as in the chapter, so that the Holm family (the two forms) is its own
     forms = pd.concat(
         [
@@ -321,6 +325,11 @@ if have(RATE_ONLY):
         f"{ci(rating_kl.loc['feedback_explain_rate'], 1.0, 3, 'nats')}. The paper's form of it, trained as the "
         f"paper trains it, rates {paper_bad:.0%} of the feedback_test items Bad (KL "
         f"{ci(rating_kl.loc['feedback_explain_rate_paper'], 1.0, 3, 'nats')}). See {{doc}}`explain_rate`."
+    )
+elif EXPLAIN_RATE_DIRTY:
+    answers.append(
+        "**Explain, then rate?** Not shown: its rows in `results/` were computed from uncommitted code; they "
+        "return when `fqa run explain_rate` is rerun at a clean commit. See {doc}`explain_rate`."
     )
 else:
     answers.append("**Explain, then rate?** " + pending(RATE_ONLY))

@@ -24,6 +24,7 @@ __all__ = [
     "RERANK_RUN_FIELDS",
     "comparable_config",
     "counted_seconds",
+    "dirty_commits",
     "load_candidates",
     "load_manifest",
     "load_relevance_recipes",
@@ -302,6 +303,26 @@ def comparable_config(record: dict[str, Any], run_fields: tuple[str, ...] = ()) 
     }
 
 
+def dirty_commits(*stages: dict[str, Any]) -> list[str]:
+    """The commits among the stages' entries (and their runs') marked ``+dirty``: uncommitted code.
+
+    A result computed from uncommitted code is not one the book shows: a chapter that finds any
+    says so instead of showing the stage's rows.
+
+    Example:
+        >>> dirty_commits({"git_commit": "abc"}, {"git_commit": "def+dirty"})
+        ['def+dirty']
+        >>> dirty_commits({"git_commit": "abc", "run_commits": {"a/seed0": "0ff+dirty"}})
+        ['0ff+dirty']
+    """
+    found = []
+    for stage in stages:
+        for commit in [stage.get("git_commit", ""), *stage.get("run_commits", {}).values()]:
+            if str(commit).endswith("+dirty") and commit not in found:
+                found.append(str(commit))
+    return found
+
+
 def missing_runs_note(stage: dict[str, Any], kinds: Sequence[str], current: bool) -> str | None:
     """Why a chapter section built on a stage's runs of ``kinds`` is not shown, or None when it can be.
 
@@ -323,8 +344,16 @@ def missing_runs_note(stage: dict[str, Any], kinds: Sequence[str], current: bool
         " `fqa run beyond --beyond-runs 'deep/*'` computes it.*"
         >>> missing_runs_note(stage, ["selection"], True) is None
         True
+        >>> missing_runs_note({**stage, "git_commit": "ab+dirty"}, ["selection"], True)[:42]
+        '*Not shown: runs of `fqa run beyond` in `r'
     """
     name = stage.get("stage", "the stage")
+    dirty = dirty_commits(stage)
+    if dirty:
+        return (
+            f"*Not shown: runs of `fqa run {name}` in `results/` were computed from uncommitted code "
+            f"(manifest commit `{dirty[0]}`); this section returns when they are rerun at a clean commit.*"
+        )
     if not current:
         return (
             f"*Not shown: `fqa run {name}` last ran on other rerankers than the rerank stage's present ones "
