@@ -85,6 +85,25 @@ rouge = vs("template", "rouge_l").loc["generator"]
 # the decoding feedback_test was explained with: the policy the held-out levers adopted, else the configured one
 USED = "adopted" if "adopted" in levers.columns and levers["adopted"].any() else "chosen"
 chosen = levers[levers[USED]].set_index("lever").iloc[0]
+# which bars of the adoption rule the chooser's policies miss: the best any policy reaches against each bar
+policies = (
+    levers[levers["policy"].fillna("").astype(str) != ""] if "policy" in levers.columns else levers.iloc[:0]
+)
+reference = levers.set_index("lever")
+misses = [
+    f"{r}: at most {policies[f'consistent_{r}'].max():.2f} against the humans' {classifier[r]:.2f}"
+    for r in RATINGS
+    if len(policies) and policies[f"consistent_{r}"].max() < classifier[r]
+]
+if len(policies) and "reference: retrieval_same_rating" in reference.index:
+    bar = reference.loc["reference: retrieval_same_rating", "embedding_sim"]
+    if policies["embedding_sim"].max() < bar:
+        misses.append(
+            f"similarity at most {policies['embedding_sim'].max():.3f} against retrieval's {bar:.3f}"
+        )
+ADOPTION_MISS = "; ".join(misses) or (
+    "no single policy met every bar at once" if len(policies) else "no policy measured"
+)
 compute_min, _ = stage_cost(stage)
 lines = [
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
@@ -101,8 +120,14 @@ lines = [
     f"humans {humans['rouge_l'].mean():.3f}.",
     f"Distinct explanations: generator {distinct_share(gen['explanation'].tolist()):.0%} of {len(gen):,} "
     f"(humans {distinct_share(humans['explanation'].tolist()):.0%}).",
-    f"Decoding, chosen on held-out explanations: {chosen.name} (held-out consistency "
-    f"{chosen['consistent']:.2f}, similarity {chosen['embedding_sim']:.3f}; greedy "
+    (
+        f"Decoding, adopted on held-out explanations by the rule below: {chosen.name}"
+        if USED == "adopted"
+        else "No decoding policy met the adoption rule on held-out explanations ("
+        + ADOPTION_MISS
+        + f"), so feedback_test is explained with the configured decoding, {chosen.name}"
+    )
+    + f" (held-out consistency {chosen['consistent']:.2f}, similarity {chosen['embedding_sim']:.3f}; greedy "
     f"{levers.set_index('lever').loc['greedy', 'consistent']:.2f} / "
     f"{levers.set_index('lever').loc['greedy', 'embedding_sim']:.3f}).",
     f"The consistency classifier itself reads held-out human explanations right "
