@@ -623,17 +623,13 @@ def run_beyond(
     deep_path = out_dir / "deep_candidates.parquet"
     kept = _kept_earlier(deep_path, _model_run("deep/"), earlier)
     reranked["p_rqa_t1"] = np.nan  # the RQA's own rows carry it
-    deep = deep[deep["reranker"] == NO_RERANKER].astype({c: np.float32 for c in RATING_COLUMNS})
-    deep = pd.concat(
-        [deep, *([] if kept is None or kept.empty else [kept]), *([reranked] if len(reranked) else [])],
-        ignore_index=True,
-    )
     # float32 P_theta (the exact float64 values were checked against candidates.parquet above) and
     # question-major rows keep results/ under 20 MB (ARCHITECTURE.md#results-contract); readers
-    # must not rely on row order.
-    deep = deep.astype(
-        {"p_rqa": np.float32, "p_rqa_t1": np.float32, **{c: np.float32 for c in RATING_COLUMNS}}
-    )
+    # must not rely on row order. Every part in one dtype, so that concatenating never depends on
+    # which parts hold only nulls (pandas deprecates that).
+    stored = {"p_rqa": np.float32, "p_rqa_t1": np.float32, **{c: np.float32 for c in RATING_COLUMNS}}
+    parts = [deep[deep["reranker"] == NO_RERANKER], kept, reranked]
+    deep = pd.concat([f.astype(stored) for f in parts if f is not None and len(f)], ignore_index=True)
     validate_candidates(deep, deep_path)
     order = ["protocol", "domain", "split", "question_id", "rqa", "rqa_rank", "reranker", "seed"]
     experiments_path = out_dir / "feedback_experiments.parquet"
