@@ -330,7 +330,7 @@ plt.show()
 # %% [markdown]
 # ## What each lever changed (held-out explanations)
 #
-# Decided on the held-out 20% of the training questions, never on feedback_test: each (pair, rating) of the held-out explanations once, scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both, for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (fixed before the runs): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the humans' (the classifier's accuracy on held-out human explanations of that rating), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (column `stage`). Columns: consistency overall and per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding.
+# Decided on the held-out 20% of the training questions, never on feedback_test: each (pair, rating) of the held-out explanations once, scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both, for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (fixed before the runs): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the humans' (the classifier's accuracy on held-out human explanations of that rating), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency overall and per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding.
 
 # %% tags=["hide-input"]
 epochs = pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch")
@@ -358,10 +358,12 @@ LEVER_COLUMNS = {
 # the variety columns where the stage measured them
 shown_columns = {c: name for c, name in LEVER_COLUMNS.items() if c in levers.columns}
 lever_table = levers.set_index("lever")[list(shown_columns)].round(2).rename(columns=shown_columns)
-lever_table["stage"] = [
-    "adopted" if used and USED == "adopted" else ("configured" if configured else "")
-    for used, configured in zip(levers[USED], levers["chosen"], strict=True)
+# the decoding the stage used is marked in the row label (a column of its own would not fit the page)
+lever_table.index = [
+    f"{lever} ({'adopted' if USED == 'adopted' else 'configured'}, used)" if used else lever
+    for lever, used in zip(levers["lever"], levers[USED], strict=True)
 ]
+lever_table.index.name = "lever"
 print(
     f"{levers['rows'].iloc[0]} held-out (pair, rating) rows; feedback_test explained with: {chosen.name}"
     + (" (adopted by the rule below)" if USED == "adopted" else " (the configured decoding)")
