@@ -320,20 +320,28 @@ s_cols = [c for c in stability.columns if c.startswith("w*seed")]
 stability.set_index(["rqa", "reranker"]).rename_axis(["RQA", "reranker"]).assign(
     **{
         "best w per domain": lambda f: f[w_cols].apply(lambda r: "/".join(f"{w:.2f}" for w in r), axis=1),
-        "per seed": lambda f: f[s_cols].apply(lambda r: "/".join(f"{w:.2f}" for w in r), axis=1),
+        "per seed": lambda f: f[s_cols].apply(
+            lambda r: (
+                "/".join(f"{w:.2f}" for w in r.dropna()) + (" (1 seed)" if r.notna().sum() == 1 else "")
+            ),
+            axis=1,
+        ),
     }
 )[["best_w", "best_accuracy", "accuracy_at_half", "best w per domain", "per seed"]].rename(
     columns={"best_w": "best w", "best_accuracy": "acc. at best w", "accuracy_at_half": "acc. of the sum"}
 )
 
 # %% tags=["hide-input"]
-spread_domains, spread_seeds = stability["w_range_domains"], stability["w_range_seeds"]
+spread_domains = stability["w_range_domains"]
+# a reranker with one seed has no spread across seeds to measure: left out, not counted as 0
+spread_seeds = stability.loc[stability[s_cols].notna().sum(axis=1) > 1, "w_range_seeds"]
 print(
     f"best w across domains: range {spread_domains.min():.2f}..{spread_domains.max():.2f} "
     f"(median {spread_domains.median():.2f}); "
     + (
-        f"across seeds: range {spread_seeds.min():.2f}..{spread_seeds.max():.2f} (median {spread_seeds.median():.2f})"
-        if len(SEEDS) > 1
+        f"across seeds ({len(spread_seeds)} (RQA, reranker) pairs with several seeds): range "
+        f"{spread_seeds.min():.2f}..{spread_seeds.max():.2f} (median {spread_seeds.median():.2f})"
+        if len(spread_seeds)
         else "across seeds: one seed present, no spread to measure"
     )
 )
@@ -348,7 +356,14 @@ print(
 
 # %% tags=["hide-input"]
 cross = cross_domain_weight(curve)
-tuned_family = compare(cross, system="w_rule", baseline="sum", within=["rqa", "reranker"], commit=COMMITS)
+# computed from candidates.parquet alone: the rerank stage's results
+tuned_family = compare(
+    cross,
+    system="w_rule",
+    baseline="sum",
+    within=["rqa", "reranker"],
+    commit=manifest["rerank"]["git_commit"],
+)
 tuned_cmp = tuned_family.table.xs("tuned", level="w_rule")
 chosen = cross[cross["w_rule"] == "tuned"].groupby(["rqa", "reranker", "domain"])["chosen_w"].first()
 chosen = chosen.unstack("domain")

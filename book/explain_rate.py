@@ -233,7 +233,7 @@ else:
     display(WAITING)
 
 # %% [markdown]
-# The findings above are computed; the sections below give the evidence, each table with its comparison family.
+# The sections below give the evidence for the findings, each table with its comparison family, wherever the stage's rows are shown (see the note above when they are not).
 
 # %% [markdown]
 # (the-two-forms)=
@@ -389,7 +389,7 @@ if READY:
 
 
 # %% [markdown]
-# ### Against the single-sentence collapse
+# ### An unlikelihood term against repeated openings
 #
 # Our form's training can add an unlikelihood term that lowers the probability of the opening tokens its own explanations share across a batch (`--explain-rate-unlikelihood`). Seed 0 trains with each weight listed; on the held-out pairs, each model's KL with the explanations it generates (the epoch kept) and the variety of those explanations. The rule, fixed in the code (`adopt_unlikelihood`): every seed trains with the weight whose held-out explanations share their most common opening least, among the weights whose held-out KL is at most 0.005 nats above the first row's; the rating must not get worse.
 

@@ -147,8 +147,8 @@ if (found := best_feedback_gain(gains)) is not None:
         f"User feedback {'made' if helped else 'did not make'} the QA system measurably more accurate here. "
         f"On the strongest retrieval system ({RQA}, {100 * overall.loc['none', 'mean']:.1f}% of the test "
         f"questions answered correctly alone), the best reranker trained on feedback (`{top}`) changes "
-        f"accuracy by {change_text(gains.loc[top])} ({'significant' if helped else 'not significant'} once corrected "
-        f"for the {len(gains)} rerankers tried: Holm over them); the paper reports "
+        f"accuracy by {change_text(gains.loc[top])} ({'significant' if helped else 'not significant'}; "
+        f"Holm over all {len(gains)} rerankers tried, every variant and its from-MiniLM twin); the paper reports "
         f"{PAPER_OVERALL_ACCURACY['combined_reranker'] - PAPER_OVERALL_ACCURACY['rqa_alone']:+.2f} with its "
         "larger models."
     )
