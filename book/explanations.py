@@ -358,6 +358,8 @@ LEVER_COLUMNS = {
 # the variety columns where the stage measured them
 shown_columns = {c: name for c, name in LEVER_COLUMNS.items() if c in levers.columns}
 lever_table = levers.set_index("lever")[list(shown_columns)].round(2).rename(columns=shown_columns)
+# similarity decides against the retrieval reference by the third decimal: shown to three
+lever_table["sim."] = levers["embedding_sim"].round(3).to_numpy()
 # the decoding the stage used is marked in the row label (a column of its own would not fit the page)
 lever_table.index = [
     f"{lever} ({'adopted' if USED == 'adopted' else 'configured'}, used)" if used else lever
