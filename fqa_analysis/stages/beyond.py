@@ -69,7 +69,15 @@ from fqa_analysis.stages.manifest import (
     update_manifest,
 )
 
-__all__ = ["RUN_KINDS", "BeyondRunConfig", "RunSelectionError", "beyond_runs", "chosen_runs", "run_beyond"]
+__all__ = [
+    "RUN_KINDS",
+    "BeyondRunConfig",
+    "RunSelectionError",
+    "beyond_runs",
+    "chosen_runs",
+    "experiment_name",
+    "run_beyond",
+]
 
 #: Columns of the experiment tables that name a run.
 EXPERIMENT_KEYS: list[str] = ["experiment", "setting", "seed"]
