@@ -191,6 +191,38 @@ def test_load_stage_names_the_missing_stage_and_the_command(tmp_path: Path) -> N
     assert f"fqa run explain --out {tmp_path}" in message
 
 
+def test_a_section_of_independent_groups_shows_the_groups_whose_runs_are_all_in() -> None:
+    from fqa_analysis.core.results import complete_groups, missing_runs_note
+
+    stage = {
+        "stage": "beyond",
+        "git_commit": "c0",
+        "run_commits": {
+            "selection/vanilla/seed0": "c0",
+            "selection/kl/seed0": "c0",
+            "selection/kl/seed1": "c1",
+            "selection/ce/seed0": "c1",
+            "deep/combined/seed0": "c0",
+        },
+        "planned": ["selection/ce/seed1", "selection/ce/seed2", "fraction/1/seed0"],
+    }
+    # ce has a seed planned: shown only when all three are in
+    assert complete_groups(stage, "selection", True) == ["vanilla", "kl"]
+    assert complete_groups(stage, "deep", True) == ["combined"]
+    assert complete_groups(stage, "fraction", True) == []
+    assert complete_groups(stage, "selection", False) == []
+    assert (
+        complete_groups({**stage, "run_commits": {"selection/kl/seed0": "c+dirty"}}, "selection", True) == []
+    )
+    note = missing_runs_note(stage, ["selection"], True, shown=["vanilla", "kl"])
+    assert note == (
+        "*Shown for vanilla, kl (all of their runs present): 2 runs of this section are still planned "
+        "(selection/ce/seed1, selection/ce/seed2); "
+        "`fqa run beyond --beyond-runs 'selection/*'` computes them.*"
+    )
+    assert missing_runs_note(stage, ["deep"], True, shown=["combined"]) is None
+
+
 def test_candidate_texts_are_the_rqa_systems_own_candidates_passages(tiny_data: Path) -> None:
     import pandas as pd
 

@@ -30,6 +30,7 @@ __all__ = [
     "plot_recall_curves",
     "plot_reliability",
     "system_color",
+    "system_linestyle",
 ]
 
 OKABE_ITO: tuple[str, ...] = (
@@ -84,6 +85,18 @@ def system_color(name: str) -> str:
     if name not in _SYSTEM_COLORS:
         _SYSTEM_COLORS[name] = _SPARE[len(_SYSTEM_COLORS) % len(_SPARE)]
     return _SYSTEM_COLORS[name]
+
+
+def system_linestyle(name: str, default: str = "-") -> str:
+    """The line style of a system: a reranker trained from MiniLM (``*_scratch``) is dashed.
+
+    Its colour is a shade of its warm-started twin's, so a twin pair reads as one loss, two starts.
+
+    Example:
+        >>> system_linestyle("feedback_kl_scratch"), system_linestyle("feedback_kl")
+        ('--', '-')
+    """
+    return "--" if name.endswith("_scratch") else default
 
 
 def _axes(ax: Axes | None, size: tuple[float, float]) -> Axes:
@@ -306,13 +319,15 @@ def plot_lines(
         low: Optional column of the band's lower edge.
         high: Optional column of the band's upper edge.
         ax: Axes to draw on.
-        linestyle: Matplotlib line style of every line (e.g. ``":"`` for ceilings).
+        linestyle: Matplotlib line style of every line (e.g. ``":"`` for ceilings); a ``*_scratch``
+            reranker is dashed (:func:`system_linestyle`).
     """
     ax = _axes(ax, (6, 3.5))
     for name in dict.fromkeys(frame[system]):
         sub = frame[frame[system] == name].sort_values(x)
         color = system_color(str(name))
-        ax.plot(sub[x], sub[y], color=color, label=str(name), linestyle=linestyle, marker=".")
+        style = system_linestyle(str(name), linestyle)
+        ax.plot(sub[x], sub[y], color=color, label=str(name), linestyle=style, marker=".")
         if low and high:
             ax.fill_between(sub[x], sub[low], sub[high], color=color, alpha=0.15, linewidth=0)
     ax.set_xlabel(x)

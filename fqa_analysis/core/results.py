@@ -23,6 +23,7 @@ __all__ = [
     "RECIPE_SETTINGS",
     "RERANK_RUN_FIELDS",
     "comparable_config",
+    "complete_groups",
     "counted_seconds",
     "dirty_commits",
     "load_candidates",
@@ -323,17 +324,55 @@ def dirty_commits(*stages: dict[str, Any]) -> list[str]:
     return found
 
 
-def missing_runs_note(stage: dict[str, Any], kinds: Sequence[str], current: bool) -> str | None:
+def complete_groups(stage: dict[str, Any], kind: str, current: bool) -> list[str]:
+    """The groups of a stage's ``kind`` runs (``<kind>/<group>/seed<N>``) with every run present.
+
+    A section made of independent groups (one reranker's rating temperatures do not change
+    another's) is shown group by group: a group appears once all of its seeds are in, so a mean
+    over seeds never silently averages fewer of them. None is complete where the stage's results
+    cannot be shown at all (uncommitted code, or other rerankers: see :func:`missing_runs_note`).
+
+    Args:
+        stage: The stage's manifest entry (``run_commits``: runs present; ``planned``: still to run).
+        kind: The first part of the run names (``selection``, ``deep``, ...).
+        current: Whether the stage ran on the rerank stage's present rerankers.
+
+    Returns:
+        Group names in the order their runs were recorded.
+
+    Example:
+        >>> stage = {"run_commits": {"selection/combined/seed0": "c", "selection/kl/seed0": "c"},
+        ...          "planned": ["selection/kl/seed1"]}
+        >>> complete_groups(stage, "selection", True)
+        ['combined']
+        >>> complete_groups(stage, "selection", False), complete_groups(stage, "deep", True)
+        ([], [])
+    """
+    if not current or dirty_commits(stage):
+        return []
+    parts = [run.split("/") for run in stage.get("run_commits", {})]
+    waiting = {run.split("/")[1] for run in stage.get("planned", []) if run.startswith(f"{kind}/")}
+    groups = dict.fromkeys(p[1] for p in parts if len(p) == 3 and p[0] == kind)
+    return [g for g in groups if g not in waiting]
+
+
+def missing_runs_note(
+    stage: dict[str, Any], kinds: Sequence[str], current: bool, shown: Sequence[str] = ()
+) -> str | None:
     """Why a chapter section built on a stage's runs of ``kinds`` is not shown, or None when it can be.
 
     A section is shown only on all of its runs (a learning curve with a point missing would be
-    misread); the note names the runs still planned and the command that computes them.
+    misread), or, when its groups are independent, on the groups whose runs are all present
+    (``shown``, from :func:`complete_groups`); the note names the runs still planned and the
+    command that computes them.
 
     Args:
         stage: The stage's manifest entry (its ``planned`` list names the runs not yet present).
         kinds: The first parts of the section's run names (``fraction``, ``deep``, ...).
         current: Whether the stage ran on the rerank stage's present rerankers
             (:func:`rerankers_current`).
+        shown: The groups the section shows although runs are missing; the note then says
+            "shown for ...".
 
     Example:
         >>> stage = {"stage": "beyond", "planned": ["deep/combined/seed1", "fraction/0.1/seed0"]}
@@ -342,6 +381,8 @@ def missing_runs_note(stage: dict[str, Any], kinds: Sequence[str], current: bool
         '*Not shown yet: 1 run of this section is still planned (deep/combined/seed1)'
         >>> note.split(";")[1]
         " `fqa run beyond --beyond-runs 'deep/*'` computes it.*"
+        >>> missing_runs_note(stage, ["fraction"], True, shown=["0.5"]).split(":")[0]
+        '*Shown for 0.5 (all of their runs present)'
         >>> missing_runs_note(stage, ["selection"], True) is None
         True
         >>> missing_runs_note({**stage, "git_commit": "ab+dirty"}, ["selection"], True)[:42]
@@ -366,8 +407,9 @@ def missing_runs_note(stage: dict[str, Any], kinds: Sequence[str], current: bool
     listed = ", ".join(left[:4]) + (", ..." if len(left) > 4 else "")
     patterns = ",".join(f"{k}/*" for k in kinds if any(r.startswith(f"{k}/") for r in left))
     runs, verb, them = ("run", "is", "it") if len(left) == 1 else ("runs", "are", "them")
+    opening = f"Shown for {', '.join(shown)} (all of their runs present)" if shown else "Not shown yet"
     return (
-        f"*Not shown yet: {len(left)} {runs} of this section {verb} still planned ({listed}); "
+        f"*{opening}: {len(left)} {runs} of this section {verb} still planned ({listed}); "
         f"`fqa run {name} --beyond-runs '{patterns}'` computes {them}.*"
     )
 
