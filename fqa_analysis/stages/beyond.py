@@ -65,6 +65,8 @@ from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import (
     accumulated_entry,
     add_compute_times,
+    kept_run_commits,
+    kept_run_timings,
     provenance,
     update_manifest,
 )
@@ -254,10 +256,20 @@ def _experiment_rows(
     config: BeyondRunConfig,
     cache_root: Path,
     runs: Sequence[FeedbackExperiment],
+    relevance: TrainedModel | None,
     timings: dict[str, Any],
     from_cache: dict[str, bool],
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Train (or load) the given experiment runs; P_phi on the RQA's candidates and on feedback_test."""
+    """Train (or load) the given experiment runs; P_phi on the RQA's candidates and on feedback_test.
+
+    Every run continues from ``relevance``, the one relevance model (loaded once by the caller).
+
+    Raises:
+        ValueError: ``runs`` is not empty and ``relevance`` is None, or the RQA system has no rows.
+    """
+    if runs and relevance is None:
+        raise ValueError("the experiment runs continue from the relevance model: load it first")
+    init = None if relevance is None else (relevance.folder, relevance.weights)
     mine = (inputs.rqa_rows["rqa"] == config.rqa) & inputs.rqa_rows["domain"].isin(data.FEEDBACK_DOMAINS)
     rows = inputs.rqa_rows.loc[mine, ["domain", "split", "question_id", "rqa_rank", "passage_id"]]
     row_ids = [i for i, m in zip(inputs.cand_ids, mine, strict=True) if m]
@@ -275,7 +287,6 @@ def _experiment_rows(
         examples, select_ids = example_ids(run.fit, "kl"), example_ids(run.select, "kl")
         with stage(timings, f"{name}/train"):
             # warm-started like the rerank stage's feedback_kl: from the one relevance model
-            relevance = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config.rerank, cache_root)
             trained = train_or_load(
                 "feedback_kl",
                 run.seed,
@@ -284,7 +295,7 @@ def _experiment_rows(
                 states,
                 config.rerank.model,
                 cache_root,
-                init=(relevance.folder, relevance.weights),
+                init=init,
             )
         from_cache[f"{name}/train"] = trained.from_cache
         with stage(timings, f"{name}/score"):
@@ -590,6 +601,7 @@ def run_beyond(
     with stage(timings, "lower_layers"):  # the rerank stage's cache: the same pairs, the same key
         states = encode_pairs(inputs.all_pairs, config.rerank.model, cache_root)
     from_cache["lower_layers"] = states.from_cache
+    relevance = None
     if any(_needs_relevance(r) for r in ran):
         # in a step of its own (trained only when the cache lacks it): the rerank stage's model
         with stage(timings, "relevance_model"):
@@ -606,7 +618,7 @@ def run_beyond(
     )
     chosen_experiments = [e for e in experiments if experiment_name(e) in set(ran)]
     experiment_rows, experiment_ratings, records = _experiment_rows(
-        inputs, states, config, cache_root, chosen_experiments, timings, from_cache
+        inputs, states, config, cache_root, chosen_experiments, relevance, timings, from_cache
     )
     with stage(timings, "deep/rqa"):
         reused = _reused_deep_rqa_rows(out_dir, inputs.candidates, config.depth)
@@ -656,19 +668,14 @@ def run_beyond(
     atomic_write_parquet(ratings_path, experiment_ratings)
     atomic_write_parquet(selection_path, selection)
     if earlier:
-        carried = {k: v for k, v in previous["timings"].items() if k.rsplit("/", 1)[0] in earlier}
-        from_cache.update(dict.fromkeys(carried, True))  # not computed now: their compute_s carries over
-        timings = {**carried, **timings}
+        timings = kept_run_timings(previous, earlier, timings, from_cache)
         earlier_records = previous.get("experiment_runs", {})
         records = {**{k: earlier_records[k] for k in earlier if k in earlier_records}, **records}
     # Steps are named per run, so which runs ran is not part of the comparison.
     add_compute_times(out_dir / "manifest.json", "beyond", timings, from_cache, config_record, _RUN_FIELDS)
     record = provenance(timings, CACHE_VERSION)
-    earlier_commits = previous.get("run_commits", {})
-    run_commits = {
-        **{r: earlier_commits[r] for r in planned + sorted(earlier) if r in earlier},
-        **dict.fromkeys(ran, record["git_commit"]),
-    }
+    kept_runs = list(dict.fromkeys(r for r in planned + sorted(earlier) if r in earlier))  # in the plan's order
+    run_commits = kept_run_commits(previous, kept_runs, list(ran), record["git_commit"])
     entry = {
         "stage": "beyond",
         "protocol": inputs.protocol,

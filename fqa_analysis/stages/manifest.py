@@ -21,6 +21,8 @@ __all__ = [
     "ConfigurationMismatchError",
     "accumulated_entry",
     "add_compute_times",
+    "kept_run_commits",
+    "kept_run_timings",
     "manifest_entry",
     "model_training_compute",
     "provenance",
@@ -81,6 +83,44 @@ def accumulated_entry(
         f"{', '.join(differing[:6])}{', ...' if len(differing) > 6 else ''}); add --replace to drop its runs "
         "and keep this one's, or write to another folder with --out"
     )
+
+
+def kept_run_timings(
+    previous: dict[str, Any], kept: set[str], timings: dict[str, Any], from_cache: dict[str, bool]
+) -> dict[str, Any]:
+    """This invocation's step timings plus the steps of the runs it keeps from earlier invocations.
+
+    A run's steps are named ``<run>/<step>``. The kept steps are marked as read from the cache in
+    ``from_cache`` (they were not computed now: :func:`add_compute_times` carries their compute over).
+
+    Example:
+        >>> previous = {"timings": {"a/seed0/train": {"wall_s": 9.0}, "b/seed0/train": {"wall_s": 5.0}}}
+        >>> cached: dict[str, bool] = {}
+        >>> kept_run_timings(previous, {"a/seed0"}, {"b/seed0/train": {"wall_s": 6.0}}, cached)
+        {'a/seed0/train': {'wall_s': 9.0}, 'b/seed0/train': {'wall_s': 6.0}}
+        >>> cached
+        {'a/seed0/train': True}
+    """
+    carried = {k: v for k, v in previous.get("timings", {}).items() if k.rsplit("/", 1)[0] in kept}
+    from_cache.update(dict.fromkeys(carried, True))
+    return {**carried, **timings}
+
+
+def kept_run_commits(
+    previous: dict[str, Any], kept: list[str], ran: list[str], commit: str
+) -> dict[str, str]:
+    """The commit that computed each run present: a kept run keeps its own, a new run gets ``commit``.
+
+    Runs accumulate over invocations (and sessions); a kept run that an older entry recorded
+    without ``run_commits`` gets that entry's commit.
+
+    Example:
+        >>> kept_run_commits({"git_commit": "old", "run_commits": {"a": "c1"}}, ["a", "b"], ["c"], "c2")
+        {'a': 'c1', 'b': 'old', 'c': 'c2'}
+    """
+    earlier = previous.get("run_commits", {})
+    fallback = previous.get("git_commit", "unknown")
+    return {**{run: earlier.get(run, fallback) for run in kept}, **dict.fromkeys(ran, commit)}
 
 
 def provenance(timings: dict[str, Any], cache_version: str) -> dict[str, Any]:

@@ -50,6 +50,8 @@ from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import (
     accumulated_entry,
     add_compute_times,
+    kept_run_commits,
+    kept_run_timings,
     manifest_entry,
     model_training_compute,
     provenance,
@@ -189,9 +191,7 @@ def run_rerank(
     atomic_write_parquet(old_predictions, pd.concat(parts, ignore_index=True))
     if earlier_runs:
         histories = {**{k: previous["histories"][k] for k in earlier_runs}, **histories}
-        carried = {k: v for k, v in previous["timings"].items() if k.rsplit("/", 1)[0] in earlier_runs}
-        from_cache.update(dict.fromkeys(carried, True))  # not computed now: their compute_s carries over
-        timings = {**carried, **timings}
+        timings = kept_run_timings(previous, earlier_runs, timings, from_cache)
     # the record names the runs present (accumulated or not) and those the default plan still lacks
     runs = {r.split("/")[0] for r in histories}
     config_record["variants"] = {v: VARIANTS[v].record() for v in VARIANTS if v in runs}
@@ -209,14 +209,12 @@ def run_rerank(
     )
     model_training_compute(timings, histories)
     record = provenance(timings, CACHE_VERSION)
-    # runs accumulate over invocations (and sessions): each keeps the commit that computed it
-    earlier_commits = previous.get("run_commits", {})
-    run_commits = {
-        run: earlier_commits.get(run, previous.get("git_commit", "unknown"))
-        if run in earlier_runs
-        else record["git_commit"]
-        for run in histories
-    }
+    run_commits = kept_run_commits(
+        previous,
+        [r for r in histories if r in earlier_runs],
+        [r for r in histories if r not in earlier_runs],
+        record["git_commit"],
+    )
     entry = {
         "stage": "rerank",
         "protocol": protocol,
