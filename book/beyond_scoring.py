@@ -47,6 +47,7 @@ from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import breakable, comparison_table, interval, plus_minus
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, rating_quality_table
 from fqa_analysis.core.results import (
+    complete_groups,
     load_candidates,
     load_stage,
     load_table,
@@ -70,10 +71,13 @@ SEEDS = sorted(int(s) for s in candidates.loc[candidates["reranker"] != "none", 
 # shown only when those are the rerank stage's present rerankers (a page never mixes configurations)
 CURRENT = rerankers_current(manifest["beyond"]["config"].get("rerank"), manifest["rerank"])
 HAS_COMBINED = "combined" in VARIANTS
-# a section is shown on all of its runs: the stage lands run by run (`fqa run beyond --beyond-runs`)
-SELECTION_NOTE = missing_runs_note(manifest["beyond"], ["selection"], CURRENT)
+# the stage lands run by run (`fqa run beyond --beyond-runs`): the depth curve is shown on all of its
+# runs; the rating temperatures, one reranker's independent of another's, for each reranker whose
+# seeds are all in (a seed mean never averages fewer seeds than the reranker has)
+SELECTED = complete_groups(manifest["beyond"], "selection", CURRENT)
+SELECTION_NOTE = missing_runs_note(manifest["beyond"], ["selection"], CURRENT, shown=SELECTED)
 DEPTH_NOTE = missing_runs_note(manifest["beyond"], ["deep"], CURRENT)
-TEMPERATURES, DEPTH = SELECTION_NOTE is None, DEPTH_NOTE is None
+TEMPERATURES, DEPTH = bool(SELECTED), DEPTH_NOTE is None
 NO_COMBINED = Markdown("*Needs the `combined` reranker in `results/`; not there yet.*")
 print(
     f"protocol {manifest['beyond']['protocol']}; RQA systems {', '.join(SYSTEMS)}; rerankers "
@@ -82,7 +86,7 @@ print(
         f"are computed on these rerankers ({len(manifest['beyond']['run_commits'])} runs present, "
         f"{len(manifest['beyond']['planned'])} still planned)"
         if CURRENT
-        else "await a rerun on these rerankers"
+        else "are not shown yet: they ran on other rerankers than these"
     )
 )
 
@@ -144,7 +148,7 @@ plt.show()
 
 # %% tags=["hide-input"]
 if TEMPERATURES:
-    rating_temps = rating_temperatures(selection)
+    rating_temps = rating_temperatures(selection[selection["reranker"].isin(SELECTED)])
     agg = rating_temps.groupby("reranker", sort=False)[["n", "temperature", "ce_t1", "ce_fitted"]].agg(
         ["mean", "std"]
     )
@@ -165,12 +169,13 @@ if TEMPERATURES:
             }
         )
     )
-else:
+if SELECTION_NOTE:
     display(Markdown(SELECTION_NOTE))
 
 # %% tags=["hide-input"]
 if TEMPERATURES:
     predictions = load_table(RESULTS, "rating_predictions.parquet")
+    predictions = predictions[predictions["reranker"].isin(SELECTED)]
     test_items = item_ratings(
         data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))
     )
@@ -240,7 +245,7 @@ else:
 # %% tags=["hide-input"]
 if TEMPERATURES:
     rating_temps_all = rating_temps  # one temperature per (reranker, seed)
-    variants = calibration_variants(candidates, deep, rating_temps_all)
+    variants = calibration_variants(candidates[candidates["reranker"].isin(SELECTED)], deep, rating_temps_all)
     scaling_cmp = compare(
         variants, system="scaling", baseline="as run", within=["rqa", "reranker"], commit=COMMITS
     )
@@ -253,7 +258,7 @@ if TEMPERATURES:
         .round(2)
         .rename_axis(index=["RQA", "reranker"], columns="Δ (points) with")
     )
-else:
+if SELECTION_NOTE:
     display(Markdown(SELECTION_NOTE))
 
 # %% tags=["hide-input"]
@@ -285,7 +290,7 @@ if TEMPERATURES:
 #
 # S = (1 - w) P_theta + w P(Excellent), w = 0, 0.05, ..., 1 (P_theta at its fitted temperature). w = 0 is the RQA alone, w = 0.5 the paper's sum, w = 1 the reranker alone. Accuracy per RQA system and reranker, seed-averaged; the band is a 95% bootstrap CI (B = 10,000) shown for the hybrid system:
 
-# %% mystnb={"figure": {"caption": "Accuracy@1 (overall, micro) of S = (1 - w) P_theta + w P(Excellent) against w, per RQA system (panels) and reranker (lines), seed-averaged; the band on the hybrid panel is a 95% bootstrap CI; the dotted line marks the paper's sum (w = 0.5)."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Accuracy@1 (overall, micro) of S = (1 - w) P_theta + w P(Excellent) against w, per RQA system (panels) and reranker (lines; dashed: trained from MiniLM), seed-averaged; the band on the hybrid panel is a 95% bootstrap CI; the dotted line marks the paper's sum (w = 0.5)."}} tags=["hide-input"]
 W = np.round(np.arange(0, 1.0001, 0.05), 2)
 curve = weight_curve(candidates, W)
 means = curve.groupby(["rqa", "reranker", "w"], sort=False)["correct"].mean().reset_index()
@@ -303,9 +308,12 @@ for ax, rqa in zip(axes.flat, SYSTEMS, strict=False):
     ax.axvline(0.5, color="grey", linestyle=":", linewidth=1)
     ax.set_title(rqa)
     ax.set_ylabel("accuracy@1 (overall, micro)")
-for ax in list(axes.flat)[: len(SYSTEMS) - 1]:
+# one legend for every panel, below them, so that no legend covers a curve
+handles, labels = axes.flat[0].get_legend_handles_labels()
+for ax in list(axes.flat)[: len(SYSTEMS)]:
     ax.get_legend().remove()
-plt.tight_layout()
+fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0))
+plt.tight_layout(rect=(0, 0.07 * 2 / n_rows, 1, 1))
 plt.show()
 
 # %% [markdown]
@@ -414,8 +422,6 @@ if DEPTH:
     ax.set_ylabel("accuracy@1 (overall, micro)")
     ax.set_title("hybrid RQA")
     plt.show()
-else:
-    display(Markdown(DEPTH_NOTE))
 
 # %% tags=["hide-input"]
 if DEPTH:
@@ -430,6 +436,9 @@ if DEPTH:
     for c in ("mean", "delta", "delta_ci_low", "delta_ci_high", "recall@k"):
         shown[c] = (100 * shown[c]).round(2)
     display(depth_table)
+else:
+    # said here, not in the figure's cell: a figure's caption would stand over the note
+    display(Markdown(DEPTH_NOTE))
 
 
 # %% [markdown]
@@ -475,7 +484,9 @@ if TEMPERATURES:
     rt = rating_temps["temperature"]
     kl_d, sc_d = kl_cmp.table["delta"], shown_scaling["delta"]
     lines += [
-        f"P(Excellent): rating temperatures {rt.min():.2f}..{rt.max():.2f}; KL to the annotators changes by "
+        f"P(Excellent) ({', '.join(SELECTED)}"
+        + ("; the other rerankers' runs are still planned" if SELECTION_NOTE else "")
+        + f"): rating temperatures {rt.min():.2f}..{rt.max():.2f}; KL to the annotators changes by "
         f"{kl_d.min():+.4f}..{kl_d.max():+.4f} nats "
         f"({(kl_cmp.table.p_holm < 0.05).sum()} of {len(kl_cmp.table)} significant).",
         f"Temperature scaling and QA accuracy: {len(scaling_sig)} of {len(shown_scaling)} scorings differ "
@@ -483,8 +494,8 @@ if TEMPERATURES:
     ]
 else:
     lines.append(
-        "The rating temperatures and their effect on QA accuracy await runs of `fqa run beyond` "
-        "(section 1 says which)."
+        "The rating temperatures and their effect on QA accuracy are not shown yet: their runs of "
+        "`fqa run beyond` are still planned (section 1 names them)."
     )
 if DEPTH:
     for r, b in acc_k.loc[acc_k.groupby("reranker")["mean"].idxmax()].set_index("reranker").iterrows():
@@ -494,5 +505,7 @@ if DEPTH:
             f"points (Holm p {at20.p_holm:.3g}); recall@20 {at20['recall@k']:.2f}%."
         )
 else:
-    lines.append("The reranking depth awaits runs of `fqa run beyond` (section 3 says which).")
+    lines.append(
+        "The reranking depth is not shown yet: some of its runs of `fqa run beyond` are still planned (section 3 names them)."
+    )
 glue("findings", Markdown("\n".join(f"- {line}" for line in lines)), display=False)

@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Explanations as a training signal: explain, then rate
 #
-# The paper's reranker has a second form. **Rate-only** (`feedback_kl` of the other chapters, or its from-MiniLM twin `feedback_kl_scratch` when the explain-then-rate model starts from MiniLM: the comparison keeps the starting point equal) reads a (question, answer) pair and predicts the annotators' rating distribution. **Explain-then-rate** first writes an explanation of the pair, as an annotator would, and then predicts the rating from the state it reached after writing it; it trains on the ratings *and* the explanations (loss = KL to the annotators' rating distribution + 1 x the cross-entropy of the explanation tokens, the weight of the authors' configs). It was this form that the authors used in their human evaluation. Does learning to explain make the rating, and through it the QA system, better? Two explain-then-rate models are compared with the rate-only one: **the paper's form** (`feedback_explain_rate_paper`) and **ours** (`feedback_explain_rate`), which changes the two settings that make the paper's form fail with our stand-in model (see {ref}`the-two-forms`).
+# The paper's reranker has a second form. **Rate-only** (`feedback_kl` of the other chapters, or its from-MiniLM twin `feedback_kl_scratch` when the explain-then-rate model starts from MiniLM: the comparison keeps the starting point equal) reads a (question, answer) pair and predicts the annotators' rating distribution. **Explain-then-rate** first writes an explanation of the pair, as an annotator would, and then predicts the rating from the state it reached after writing it; it trains on the ratings *and* the explanations (loss = KL to the annotators' rating distribution + 1 x the cross-entropy of the explanation tokens, the weight of the authors' configs). It was this form that the authors used in their human evaluation. Does learning to explain make the rating, and through it the QA system, better? Two explain-then-rate models are compared with the rate-only one: **the paper's form** (`feedback_explain_rate_paper`) and **ours** (`feedback_explain_rate`), which changes two settings of the paper's form for our stand-in model (which, and the measurement behind the change: {ref}`the-two-forms`).
 
 # %% tags=["hide-input"]
 import numpy as np
@@ -82,6 +82,8 @@ WAITING = Markdown(
     f"starting point, {'the relevance model' if START == 'relevance' else 'MiniLM'}, and the same feedback), is "
     f"not in `results/`; `fqa run rerank --variants {RATE_ONLY}` adds it.*"
 )
+# where the rows are not shown, each section says so in one line under its lead-in
+SEE_FINDINGS = Markdown("*Not shown: see the note under Findings.*")
 print(
     f"explain-then-rate encoder starts from {'the relevance model' if START == 'relevance' else 'MiniLM'}; "
     f"rate-only reranker compared: {RATE_ONLY}"
@@ -269,6 +271,8 @@ if READY:
             },
         )
     )
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -280,6 +284,8 @@ if READY:
     display(
         comparison_table(vs_rate_only.table.rename(index=NAMES, level="reranker"), names=("RQA", "reranker"))
     )
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -305,6 +311,8 @@ if READY:
     ).rename(index=NAMES, level="reranker")
     shown.loc[("training prior (constant)", "all"), :] = [f"{prior_quality[m]:.3f}" for m in HEADERS]
     display(shown)
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -330,6 +338,8 @@ if READY:
             names=["metric"],
         )
     )
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -351,6 +361,8 @@ if READY:
     )
     agreement["items"] = ours["rating"].value_counts().reindex(agreement.index).astype(int)
     display(agreement.rename_axis(index="model's rating", columns="explanation reads as"))
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -362,6 +374,8 @@ if READY:
         print(f"{NAMES[form]}: {group['explanation'].nunique()} distinct explanations over all seeds")
         for text, share in group["explanation"].value_counts(normalize=True).head(4).items():
             print(f"  {share:6.1%}  {text}")
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -386,6 +400,8 @@ if READY:
         people["explanation"].tolist(), list(zip(people["question"], people["passage_text"], strict=True)), 4
     )
     display(variety_table(rows, "explanations"))
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -419,6 +435,8 @@ if READY:
                 "levers (`fqa run explain_rate` measures them; [Rerun](rerun.md)).*"
             )
         )
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -438,6 +456,8 @@ if READY:
         print(f"  explains: {r.explanation}")
         top = max(r.p_bad, r.p_could_be_improved, r.p_acceptable, r.p_excellent)
         print(f"  rates: {r.rating} (P {top:.2f}); annotators: {', '.join(r.ratings)}")
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -473,6 +493,8 @@ if READY:
             ]
         ).set_index(["form", "seed", "epoch"])
     )
+else:
+    display(SEE_FINDINGS)
 
 
 # %% [markdown]
@@ -491,3 +513,5 @@ if READY:
             }
         ).rename_axis("step")
     )
+else:
+    display(SEE_FINDINGS)

@@ -57,6 +57,11 @@ def show(who, text, width=78):
 
 def vs(baseline, metric, part=majority):
     """Every explainer against `baseline` on one metric, paired over items (Holm over the explainers)."""
+    return comparison(baseline, metric, part).table
+
+
+def comparison(baseline, metric, part=majority):
+    """:func:`vs` with its signature (the conventions behind the numbers)."""
     return compare(
         part,
         system="explainer",
@@ -66,7 +71,7 @@ def vs(baseline, metric, part=majority):
         strata=["domain"],
         seeds=None,
         commit=stage["git_commit"],
-    ).table
+    )
 
 
 # %% [markdown]
@@ -228,10 +233,12 @@ bleu_table.round(2)
 # Each explainer minus a baseline (majority rating), per metric: the template (the floor), and the rating-filtered retrieval explainer (what copying a person's explanation of a similar pair gives). Paired bootstrap over items (stratified by domain), Holm over the other explainers of a metric against the same baseline; the CI is not adjusted; MDE beside a difference that is not significant; `of human` is the explainer's mean as a share of the human mean.
 
 # %% tags=["hide-input"]
-rows = []
+rows, signatures = [], []
 for baseline in ("template", "retrieval_same_rating"):
     for metric in METRICS:
-        cmp = vs(baseline, metric).reindex([e for e in EXPLAINERS if e != baseline])
+        family = comparison(baseline, metric)
+        signatures.append(family.signature())
+        cmp = family.table.reindex([e for e in EXPLAINERS if e != baseline])
         for name, r in cmp.iterrows():
             rows.append(
                 {
@@ -246,6 +253,9 @@ for baseline in ("template", "retrieval_same_rating"):
                     "of human": f"{r['mean'] / human_items[metric].mean():.0%}",
                 }
             )
+# one Holm family per (baseline, metric); the signature does not name the metric, so each baseline's
+# four metrics share one line
+print("\n".join(dict.fromkeys(signatures)))
 pd.DataFrame(rows).set_index(["against", "metric", "explainer"]).rename(index=breakable)
 
 # %% [markdown]
