@@ -674,7 +674,8 @@ def run_beyond(
     # Steps are named per run, so which runs ran is not part of the comparison.
     add_compute_times(out_dir / "manifest.json", "beyond", timings, from_cache, config_record, _RUN_FIELDS)
     record = provenance(timings, CACHE_VERSION)
-    kept_runs = list(dict.fromkeys(r for r in planned + sorted(earlier) if r in earlier))  # in the plan's order
+    # in the plan's order
+    kept_runs = list(dict.fromkeys(r for r in planned + sorted(earlier) if r in earlier))
     run_commits = kept_run_commits(previous, kept_runs, list(ran), record["git_commit"])
     entry = {
         "stage": "beyond",
