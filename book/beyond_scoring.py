@@ -259,7 +259,11 @@ if TEMPERATURES:
         .rename_axis(index=["RQA", "reranker"], columns="Δ (points) with")
     )
 if SELECTION_NOTE:
-    display(Markdown(SELECTION_NOTE))
+    display(
+        Markdown("*The rerankers of the temperature table above: the note under it names the others.*")
+        if TEMPERATURES
+        else Markdown(SELECTION_NOTE)
+    )
 
 # %% tags=["hide-input"]
 if TEMPERATURES:
@@ -418,6 +422,7 @@ if DEPTH:
         linestyle=":",
     )
     ax.axvline(5, color="grey", linestyle=":", linewidth=1)
+    ax.set_xticks(K[::2] + [20] if 20 not in K[::2] else K[::2])
     ax.set_xlabel("k (candidates reranked)")
     ax.set_ylabel("accuracy@1 (overall, micro)")
     ax.set_title("hybrid RQA")
@@ -486,7 +491,7 @@ if TEMPERATURES:
     lines += [
         f"P(Excellent) ({', '.join(SELECTED)}"
         + ("; the other rerankers' runs are still planned" if SELECTION_NOTE else "")
-        + f"): rating temperatures {rt.min():.2f}..{rt.max():.2f}; KL to the annotators changes by "
+        + f"): rating temperatures per (reranker, seed) {rt.min():.2f}..{rt.max():.2f}; KL to the annotators changes by "
         f"{kl_d.min():+.4f}..{kl_d.max():+.4f} nats "
         f"({(kl_cmp.table.p_holm < 0.05).sum()} of {len(kl_cmp.table)} significant).",
         f"Temperature scaling and QA accuracy: {len(scaling_sig)} of {len(shown_scaling)} scorings differ "

@@ -104,7 +104,8 @@ if len(policies) and "reference: retrieval_same_rating" in reference.index:
     bar = reference.loc["reference: retrieval_same_rating", "embedding_sim"]
     if policies["embedding_sim"].max() < bar:
         misses.append(
-            f"similarity at most {policies['embedding_sim'].max():.3f} against retrieval's {bar:.3f}"
+            f"the chooser's policies reach a similarity of at most {policies['embedding_sim'].max():.3f} "
+            f"against retrieval's {bar:.3f}"
         )
 ADOPTION_MISS = "; ".join(misses) or (
     "no single policy met every bar at once" if len(policies) else "no policy measured"
