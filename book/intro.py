@@ -338,7 +338,9 @@ elif EXPLAIN_RATE_DIRTY:
     )
 else:
     answers.append("**Explain, then rate?** " + pending(RATE_ONLY))
-costs, total = total_cost(load_manifest(RESULTS))
+# the cost of the results the book shows: a stage computed from uncommitted code is not shown, nor counted
+SHOWN_STAGES = {n: e for n, e in load_manifest(RESULTS)["stages"].items() if not dirty_commits(e)}
+costs, total = total_cost({"stages": SHOWN_STAGES})
 STAGE_NAMES = {
     "rqa": "retrieval systems",
     "relevance": "relevance-model recipes",
@@ -349,7 +351,7 @@ STAGE_NAMES = {
     "explain_rate_paper": "explain-then-rate (paper's form)",
 }
 answers.append(
-    f"**Cost of reproducing** on 2 CPU cores: {total / 60:.1f} hours of compute for the results present ("
+    f"**Cost of reproducing** on 2 CPU cores: {total / 60:.1f} hours of compute for the results shown ("
     + ", ".join(f"{STAGE_NAMES.get(n, n)} {m:.0f} min" for n, (m, _) in costs.items())
     + f"; each model counted once, by its own training record), at most "
     f"{max(p for _, p in costs.values()):.1f} GiB of memory; the book itself builds from `results/` in minutes."
