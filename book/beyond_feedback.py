@@ -319,7 +319,11 @@ acc = estimate(categorised, ["domain"]).set_index("domain")
 shares = pd.crosstab(categorised["domain"], categorised["category"], normalize="index") * 100
 table = (100 * acc[["mean", "ci_low", "ci_high"]]).join(shares.drop(columns="correct"))
 table.insert(0, "questions", acc["n"].astype(int))
-print(f"best system: {best[0]} + {best[1]}; accuracy and error shares in % of the domain's questions")
+print(
+    f"best system: {best[0]} + {best[1]}"
+    + (" (the relevance model: trained on QA data only, no feedback)" if best[1] == "vanilla" else "")
+    + "; accuracy and error shares in % of the domain's questions"
+)
 table.round(2).assign(
     **{
         "95% CI": [
