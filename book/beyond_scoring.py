@@ -424,7 +424,7 @@ if DEPTH:
     ax.axvline(5, color="grey", linestyle=":", linewidth=1)
     ax.set_xticks(K[::2] + [20] if 20 not in K[::2] else K[::2])
     ax.set_xlabel("k (candidates reranked)")
-    ax.set_ylabel("accuracy@1 (overall, micro)")
+    ax.set_ylabel("accuracy@1 / recall@k (overall, micro)")
     ax.set_title("hybrid RQA")
     plt.show()
 
