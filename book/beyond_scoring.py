@@ -190,6 +190,15 @@ if TEMPERATURES:
         .mean()
         .unstack()
         .round(3)
+        .rename(
+            columns={
+                "kl": "KL to annotators",
+                "ece_excellent": "ECE of P(Excellent)",
+                "accuracy": "accuracy",
+            },
+            level=0,
+        )
+        .rename_axis(columns=[None, "P(rating)"])
     )
 
 
@@ -255,7 +264,7 @@ if TEMPERATURES:
         shown_scaling[c] = 100 * shown_scaling[c]
     display(
         shown_scaling.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False)
-        .round(2)
+        .map(lambda d: f"{d:+.2f}".replace("-0.00", "+0.00"))  # no "-0.00": a change that rounds to none
         .rename_axis(index=["RQA", "reranker"], columns="Δ (points) with")
     )
 if SELECTION_NOTE:
