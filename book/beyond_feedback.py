@@ -67,11 +67,7 @@ CURRENT = rerankers_current(stage["config"].get("rerank"), load_stage(RESULTS, "
 # a section is shown on all of its runs: the stage lands run by run (`fqa run beyond --beyond-runs`)
 CURVE_NOTE = missing_runs_note(stage, ["fraction"], CURRENT)
 # transfer reads the leave-out and control runs and, as "all feedback", fraction/1 (not the other fractions)
-TRANSFER_NOTE = missing_runs_note(stage, ["leave_out", "size_control"], CURRENT) or (
-    missing_runs_note(stage, ["fraction"], CURRENT)
-    if any(r.startswith("fraction/1/") for r in stage.get("planned", []))
-    else None
-)
+TRANSFER_NOTE = missing_runs_note(stage, ["fraction/1", "leave_out", "size_control"], CURRENT)
 CURVE, TRANSFER = CURVE_NOTE is None, TRANSFER_NOTE is None
 present = [r for r in stage.get("run_commits", {}) if not r.startswith(("selection/", "deep/"))]
 planned = [r for r in stage.get("planned", []) if not r.startswith(("selection/", "deep/"))]

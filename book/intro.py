@@ -339,7 +339,8 @@ elif EXPLAIN_RATE_DIRTY:
 else:
     answers.append("**Explain, then rate?** " + pending(RATE_ONLY))
 # the cost of the results the book shows: a stage computed from uncommitted code is not shown, nor counted
-SHOWN_STAGES = {n: e for n, e in load_manifest(RESULTS)["stages"].items() if not dirty_commits(e)}
+MANIFEST_STAGES = load_manifest(RESULTS)["stages"]
+SHOWN_STAGES = {n: e for n, e in MANIFEST_STAGES.items() if not dirty_commits(e)}
 costs, total = total_cost({"stages": SHOWN_STAGES})
 STAGE_NAMES = {
     "rqa": "retrieval systems",
@@ -427,14 +428,13 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 
 # %% tags=["hide-input"]
 # which chapters show less than their stage plans: said here, so that a reader knows before opening them
-manifest_stages = load_manifest(RESULTS)["stages"]
 waiting = []
-if dirty_commits(*(manifest_stages.get(n, {}) for n in ("explain_rate", "explain_rate_paper"))):
+if dirty_commits(*(MANIFEST_STAGES.get(n, {}) for n in ("explain_rate", "explain_rate_paper"))):
     waiting.append(
         "{doc}`explain_rate`: its results were computed from uncommitted code and are not shown until "
         "`fqa run explain_rate` is rerun at a clean commit"
     )
-beyond_stage = manifest_stages.get("beyond", {})
+beyond_stage = MANIFEST_STAGES.get("beyond", {})
 if dirty_commits(beyond_stage):
     waiting.append(
         "{doc}`beyond_scoring` and {doc}`beyond_feedback`: computed from uncommitted code, not shown until "

@@ -368,7 +368,8 @@ def missing_runs_note(
 
     Args:
         stage: The stage's manifest entry (its ``planned`` list names the runs not yet present).
-        kinds: The first parts of the section's run names (``fraction``, ``deep``, ...).
+        kinds: Leading parts of the section's run names: a kind (``fraction``, ``deep``, ...) or a
+            kind and its setting (``fraction/1``: that fraction's runs only).
         current: Whether the stage ran on the rerank stage's present rerankers
             (:func:`rerankers_current`).
         shown: The groups the section shows although runs are missing; the note then says
@@ -381,6 +382,8 @@ def missing_runs_note(
         '*Not shown yet: 1 run of this section is still planned (deep/combined/seed1)'
         >>> note.split(";")[1]
         " `fqa run beyond --beyond-runs 'deep/*'` computes it.*"
+        >>> missing_runs_note(stage, ["fraction/1", "deep"], True).split(";")[0]
+        '*Not shown yet: 1 run of this section is still planned (deep/combined/seed1)'
         >>> missing_runs_note(stage, ["fraction"], True, shown=["0.5"]).split(":")[0]
         '*Shown for 0.5 (all of their runs present)'
         >>> missing_runs_note(stage, ["selection"], True) is None
@@ -401,7 +404,7 @@ def missing_runs_note(
             "(compare the two stages' configurations in `results/manifest.json`); this section returns "
             "when the stage is rerun on the current rerankers.*"
         )
-    left = [r for r in stage.get("planned", []) if r.split("/")[0] in kinds]
+    left = [r for r in stage.get("planned", []) if any(r.startswith(f"{k}/") for k in kinds)]
     if not left:
         return None
     listed = ", ".join(left[:4]) + (", ..." if len(left) > 4 else "")
