@@ -35,6 +35,7 @@ from fqa_analysis.core.report import (
     comparison_table,
     interval,
     mean_sd_table,
+    p_text,
     paper_shape_table,
     plus_minus,
 )
@@ -416,7 +417,7 @@ FORMATS = {
     1: lambda v, p: f"{v:.3f}",
     2: lambda v, p: f"{v:+.3f} nats",
     3: lambda v, p: f"{100 * v:.1f}% ({quality.groupby('reranker')['alone'].mean().idxmax()})",
-    4: lambda v, p: f"{100 * v:+.2f} points, Holm p {p:.2g}",
+    4: lambda v, p: f"{100 * v:+.2f} points, Holm p {p_text(p)}",
 }
 pd.DataFrame(
     {
@@ -579,7 +580,7 @@ recipe_view = pd.DataFrame(
             + interval(100 * recipe_cmp.loc[r, "delta_ci_low"], 100 * recipe_cmp.loc[r, "delta_ci_high"], 1)
             for r in recipes.index
         ],
-        "Holm p": ["" if r == BASE_RECIPE else f"{recipe_cmp.loc[r, 'p_holm']:.2g}" for r in recipes.index],
+        "Holm p": ["" if r == BASE_RECIPE else p_text(recipe_cmp.loc[r, "p_holm"]) for r in recipes.index],
         "training (min)": [
             f"{sum(e['wall_s'] for e in recipe_info[r]['history']['epochs']) / 60:.0f}" for r in recipes.index
         ],

@@ -37,7 +37,7 @@ from fqa_analysis.core.failures import failure_examples
 from fqa_analysis.core.metrics import accuracy_with_ci, ranking_metrics, recall_curve
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_recall_curves, plot_reliability
-from fqa_analysis.core.report import ci_table, comparison_table, markdown_records
+from fqa_analysis.core.report import ci_table, comparison_table, markdown_records, p_text
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir, stage_cost
 from fqa_analysis.core.scoring import select_top1
 
@@ -79,7 +79,7 @@ lines = [
     f"The best system, {best}, is {100 * micro[best] - paper:+.1f} points from the paper's RQA (micro); "
     + "against bm25: "
     + ", ".join(
-        f"{s} {100 * cmp.loc[s, 'delta']:+.1f} points (Holm p {cmp.loc[s, 'p_holm']:.3g})"
+        f"{s} {100 * cmp.loc[s, 'delta']:+.1f} points (Holm p {p_text(cmp.loc[s, 'p_holm'])})"
         for s in SYSTEMS
         if s != "bm25"
     )

@@ -22,8 +22,10 @@ __all__ = [
     "interval",
     "markdown_records",
     "mean_sd_table",
+    "p_text",
     "paper_shape_table",
     "plus_minus",
+    "signed_text",
     "variety_table",
 ]
 
@@ -56,15 +58,42 @@ def plus_minus(mean: float, sd: float, digits: int = 1) -> str:
     return f"{mean:.{digits}f}{NBSP}±{NBSP}{sd:.{digits}f}"
 
 
+def signed_text(value: float, digits: int = 2) -> str:
+    """A difference with its sign, and one that rounds to zero as a plain zero (never "-0.00").
+
+    Example:
+        >>> signed_text(0.0051), signed_text(-1.5), signed_text(-0.0004, 3), signed_text(0.0)
+        ('+0.01', '-1.50', '0.000', '0.00')
+    """
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
+
+
 def interval(low: float, high: float, digits: int = 2, signed: bool = True) -> str:
     """A confidence interval ``[low, high]`` (signed for differences) that never wraps.
 
     Example:
         >>> interval(-0.512, 1.2).replace(NBSP, " ")
         '[-0.51, +1.20]'
+        >>> interval(-0.0002, 0.016, 3).replace(NBSP, " ")  # a bound that rounds to zero: no sign
+        '[0.000, +0.016]'
     """
-    fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
-    return f"[{fmt.format(low)},{NBSP}{fmt.format(high)}]"
+    if signed:
+        return f"[{signed_text(low, digits)},{NBSP}{signed_text(high, digits)}]"
+    return f"[{low:.{digits}f},{NBSP}{high:.{digits}f}]"
+
+
+def p_text(p: float, digits: int = 2) -> str:
+    """A p-value for reading: ``digits`` significant digits, and one that rounds to 1 as "1.00".
+
+    Example:
+        >>> [p_text(p) for p in (0.0004, 0.0312, 0.5, 0.996, 1.0)]
+        ['0.0004', '0.031', '0.5', '1.00', '1.00']
+        >>> p_text(0.123456, digits=3), p_text(0.9996, digits=3)
+        ('0.123', '1.00')
+    """
+    text = f"{p:.{digits}g}"
+    return "1.00" if float(text) >= 1 else text
 
 
 def change_text(row: Mapping[str, Any], scale: float = 100.0, digits: int = 2, unit: str = "points") -> str:
@@ -87,9 +116,9 @@ def change_text(row: Mapping[str, Any], scale: float = 100.0, digits: int = 2, u
     """
     unit = f" {unit}" if unit else ""
     text = (
-        f"{scale * row['delta']:+.{digits}f}{unit} "
+        f"{signed_text(scale * row['delta'], digits)}{unit} "
         + interval(scale * row["delta_ci_low"], scale * row["delta_ci_high"], digits)
-        + f", Holm p {row['p_holm']:.2g}"
+        + f", Holm p {p_text(row['p_holm'])}"
     )
     mde = row.get("mde")
     if mde is not None and row["p_holm"] >= 0.05 and np.isfinite(mde) and mde > 0:
@@ -245,13 +274,13 @@ def comparison_table(
         table = table.reset_index().set_index(list(levels))
     rows = {
         mean_header: [f"{scale * m:.{digits}f}" for m in table["mean"]],
-        delta_header: [f"{scale * d:+.{digits}f}" for d in table["delta"]],
+        delta_header: [signed_text(scale * d, digits) for d in table["delta"]],
         CI_HEADER: [
             interval(scale * lo, scale * hi, digits)
             for lo, hi in zip(table["delta_ci_low"], table["delta_ci_high"], strict=True)
         ],
-        "p": [f"{p:.3g}" for p in table["p_value"]],
-        "p (Holm)": [f"{p:.3g}" for p in table["p_holm"]],
+        "p": [p_text(p, 3) for p in table["p_value"]],
+        "p (Holm)": [p_text(p, 3) for p in table["p_holm"]],
     }
     if mde and "mde" in table.columns:
         # beside a null result only: how large a difference these questions could have shown
