@@ -42,7 +42,7 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import ITEM_KEYS, compare, significance_counts
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.ratings import item_ratings, predicted_rating, rating_prior
-from fqa_analysis.core.report import NBSP, change_text, interval, plus_minus
+from fqa_analysis.core.report import NBSP, change_text, interval, p_text, plus_minus
 from fqa_analysis.core.reranking import (
     best_feedback_gain,
     compare_family,
@@ -63,6 +63,7 @@ from fqa_analysis.core.results import (
     load_stage,
     load_table,
     results_dir,
+    runs_by_kind,
     total_cost,
 )
 from fqa_analysis.core.text_metrics import variety
@@ -129,7 +130,7 @@ for reranker, (label, key) in ROWS.items():
         row["our Δ [95% CI]"] = f"{100 * g['delta']:+.2f}{NBSP}" + interval(
             100 * g["delta_ci_low"], 100 * g["delta_ci_high"]
         )
-        row["p (Holm)"] = f"{g['p_holm']:.2g}"
+        row["p (Holm)"] = p_text(g["p_holm"])
         row["MDE"] = f"{100 * g['mde']:.2f}" if g["p_holm"] >= 0.05 and g["mde"] > 0 else ""
     rows[label] = row
 # the plain answers, from the same comparisons as the chapters
@@ -441,11 +442,21 @@ if dirty_commits(beyond_stage):
         "`fqa run beyond` is rerun at a clean commit"
     )
 elif beyond_stage.get("planned"):
-    present = len(beyond_stage.get("run_commits", {}))
+    # per kind, in the words the chapters' sections use, so the counts match what a section says
+    kind_names = {
+        "selection": "rating temperatures",
+        "deep": "reranking depth",
+        "fraction": "learning curve",
+        "leave_out": "domain transfer",
+        "size_control": "transfer size control",
+    }
+    counts = ", ".join(
+        f"{kind_names.get(kind, kind)} {n} of {total}"
+        for kind, (n, total) in runs_by_kind(beyond_stage).items()
+    )
     waiting.append(
-        f"{{doc}}`beyond_scoring` and {{doc}}`beyond_feedback`: {present} of "
-        f"{present + len(beyond_stage['planned'])} runs of `fqa run beyond` are present; each section says "
-        "which it still awaits"
+        f"{{doc}}`beyond_scoring` and {{doc}}`beyond_feedback`: some runs of `fqa run beyond` are still planned "
+        f"(runs present per section: {counts}); each section says which it still awaits"
     )
 display(
     Markdown(

@@ -35,6 +35,7 @@ __all__ = [
     "relevance_recipes",
     "rerankers_current",
     "results_dir",
+    "runs_by_kind",
     "stage_cost",
     "stage_recipe",
     "total_cost",
@@ -354,6 +355,24 @@ def complete_groups(stage: dict[str, Any], kind: str, current: bool) -> list[str
     waiting = {run.split("/")[1] for run in stage.get("planned", []) if run.startswith(f"{kind}/")}
     groups = dict.fromkeys(p[1] for p in parts if len(p) == 3 and p[0] == kind)
     return [g for g in groups if g not in waiting]
+
+
+def runs_by_kind(stage: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Per kind of run (the first part of ``<kind>/<group>/seed<N>``): runs present, runs in all.
+
+    Example:
+        >>> stage = {"run_commits": {"deep/c/seed0": "x", "selection/c/seed0": "x"},
+        ...          "planned": ["selection/c/seed1", "selection/k/seed0", "fraction/0.1/seed0"]}
+        >>> runs_by_kind(stage)
+        {'deep': (1, 1), 'selection': (1, 3), 'fraction': (0, 1)}
+    """
+    counts: dict[str, list[int]] = {}
+    for present, runs in ((1, stage.get("run_commits", {})), (0, stage.get("planned", []))):
+        for run in runs:
+            kind = counts.setdefault(run.split("/")[0], [0, 0])
+            kind[0] += present
+            kind[1] += 1
+    return {kind: (n, total) for kind, (n, total) in counts.items()}
 
 
 def missing_runs_note(
