@@ -44,7 +44,15 @@ from fqa_analysis.core.compare import compare, estimate
 from fqa_analysis.core.experiments import item_outcomes
 from fqa_analysis.core.plots import plot_lines, plot_reliability
 from fqa_analysis.core.ratings import item_ratings
-from fqa_analysis.core.report import breakable, comparison_table, interval, plus_minus
+from fqa_analysis.core.report import (
+    breakable,
+    change_text,
+    comparison_table,
+    interval,
+    p_text,
+    plus_minus,
+    signed_text,
+)
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, rating_quality_table
 from fqa_analysis.core.results import (
     complete_groups,
@@ -264,7 +272,7 @@ if TEMPERATURES:
         shown_scaling[c] = 100 * shown_scaling[c]
     display(
         shown_scaling.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False)
-        .map(lambda d: f"{d:+.2f}".replace("-0.00", "+0.00"))  # no "-0.00": a change that rounds to none
+        .map(signed_text)  # no "-0.00": a change that rounds to none reads 0.00
         .rename_axis(index=["RQA", "reranker"], columns="Δ (points) with")
     )
 if SELECTION_NOTE:
@@ -283,7 +291,7 @@ if TEMPERATURES:
     for scaling, block in shown_scaling.groupby("scaling", sort=False):
         print(
             f"{scaling:>15}: delta {block['delta'].min():+.2f} .. {block['delta'].max():+.2f} points, "
-            f"smallest Holm p {block['p_holm'].min():.3g}"
+            f"smallest Holm p {p_text(block['p_holm'].min())}"
         )
     display(
         comparison_table(
@@ -445,11 +453,19 @@ if DEPTH:
     shown = shown[shown["depth"].isin([1, 2, 3, 5, 10, 15, 20])]
     shown = shown.merge(ceiling[["depth", "mean"]].rename(columns={"mean": "recall@k"}), on="depth")
     depth_table = comparison_table(
-        shown.set_index(["reranker", "depth"]), names=["reranker", "k"], delta_header="Δ vs k = 5"
+        shown.set_index(["reranker", "depth"]), names=["reranker", "k"], delta_header="Δ vs k = 5 (points)"
     ).assign(**{"recall@k (%)": [f"{100 * r:.2f}" for r in shown["recall@k"]]})
-    for c in ("mean", "delta", "delta_ci_low", "delta_ci_high", "recall@k"):
-        shown[c] = (100 * shown[c]).round(2)
-    display(depth_table)
+    # the reference row: k = 5, the paper's depth, against which every other k is compared
+    at5 = acc_k[acc_k["depth"] == 5].set_index("reranker")["mean"]
+    recall5 = ceiling.set_index("depth").loc[5, "mean"]
+    for r, m in at5.items():
+        depth_table.loc[(r, 5), :] = ""
+        depth_table.loc[(r, 5), ["accuracy (%)", "Δ vs k = 5 (points)", "recall@k (%)"]] = [
+            f"{100 * m:.2f}",
+            "reference",
+            f"{100 * recall5:.2f}",
+        ]
+    display(depth_table.sort_index(level=[0, 1], key=lambda v: v.map(int) if v.name == "k" else v))
 else:
     # said here, not in the figure's cell: a figure's caption would stand over the note
     display(Markdown(DEPTH_NOTE))
@@ -515,8 +531,8 @@ if DEPTH:
     for r, b in acc_k.loc[acc_k.groupby("reranker")["mean"].idxmax()].set_index("reranker").iterrows():
         at20 = shown[(shown.reranker == r) & (shown.depth == 20)].iloc[0]
         lines.append(
-            f"Depth, {r}: best k = {int(b.depth)} ({100 * b['mean']:.2f}%); k = 20 vs k = 5 {at20.delta:+.2f} "
-            f"points (Holm p {at20.p_holm:.3g}); recall@20 {at20['recall@k']:.2f}%."
+            f"Depth, {r}: best k = {int(b.depth)} ({100 * b['mean']:.2f}%); k = 20 vs k = 5 "
+            f"{change_text(at20)}; recall@20 {100 * at20['recall@k']:.2f}%."
         )
 else:
     lines.append(
