@@ -43,9 +43,10 @@ from fqa_analysis.core.experiments import (
 from fqa_analysis.core.failures import failure_categories, page_overlap
 from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
 from fqa_analysis.core.ratings import item_ratings
-from fqa_analysis.core.report import CI_HEADER, comparison_table, interval, markdown_records
+from fqa_analysis.core.report import CI_HEADER, comparison_table, interval, markdown_records, p_text
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, score_outcomes
 from fqa_analysis.core.results import (
+    dirty_commits,
     load_candidates,
     load_stage,
     load_table,
@@ -81,6 +82,16 @@ print(
 )
 
 # %% tags=["hide-input"]
+# the experiment runs present (their sizes and training times), whatever sections they complete
+RUNS_SHOWN = CURRENT and not dirty_commits(stage) and bool(stage.get("experiment_runs"))
+if RUNS_SHOWN:
+    runs = pd.DataFrame(
+        [
+            {"run": k, **{c: v for c, v in r.items() if c != "history"}}
+            for k, r in stage["experiment_runs"].items()
+        ]
+    )
+    runs[["experiment", "setting", "seed"]] = runs["run"].str.split("/", expand=True)
 if CURVE:
     experiments = load_table(RESULTS, "feedback_experiments.parquet")
     exp_candidates = experiment_candidates(experiments, candidates, RQA)
@@ -91,13 +102,6 @@ if CURVE:
     exp_ratings = load_table(RESULTS, "feedback_experiment_ratings.parquet")
     exp_ratings["reranker"] = exp_ratings["experiment"] + ":" + exp_ratings["setting"]
     items = item_outcomes(per_item_rating_scores(join_annotators(exp_ratings, test_items)))
-    runs = pd.DataFrame(
-        [
-            {"run": k, **{c: v for c, v in r.items() if c != "history"}}
-            for k, r in stage["experiment_runs"].items()
-        ]
-    )
-    runs[["experiment", "setting", "seed"]] = runs["run"].str.split("/", expand=True)
     print(f"{len(runs)} reranker runs; {outcomes.question_id.size:,} (run, question) outcomes")
 
 
@@ -385,30 +389,32 @@ display(
 # %% [markdown]
 # ## What it costs
 #
-# Training time of each experiment run, measured when it was trained (the sum of its epochs' wall time, kept with the model in the cache and copied to the manifest), and the compute of the steps this stage's manifest recorded.
+# Training time of each experiment run present, measured when it was trained (the sum of its epochs' wall time, kept with the model in the cache and copied to the manifest), and the compute of the steps this stage's manifest recorded.
 
 # %% tags=["hide-input"]
-if CURVE:
+if RUNS_SHOWN:
     runs_cost = runs.assign(
-        train_s=[
-            sum(e["wall_s"] for e in stage["experiment_runs"][r]["history"]["epochs"]) for r in runs["run"]
+        train_min=[
+            sum(e["wall_s"] for e in stage["experiment_runs"][r]["history"]["epochs"]) / 60
+            for r in runs["run"]
         ]
     )
     summary = (
-        runs_cost.groupby("experiment")["train_s"]
+        runs_cost.groupby("experiment", sort=False)["train_min"]
         .agg(["count", "mean", "sum"])
         .round(1)
-        .rename(columns={"count": "runs", "mean": "training s per run", "sum": "training s in all"})
+        .rename(columns={"count": "runs", "mean": "training (min) per run", "sum": "training (min) in all"})
     )
-    recorded = 60 * stage_cost(stage)[0]
+    summary.index.name = "experiment"
+    reused = "fraction/1/seed0" in set(runs_cost["run"])
     print(
-        f"experiment runs: {runs_cost.train_s.sum() / 60:.1f} min of training "
-        "(fraction 1, included, is a rerank-stage model); "
-        f"steps recorded in the manifest: {recorded / 60:.1f} min"
+        f"experiment runs present: {runs_cost.train_min.sum():.1f} min of training"
+        + (" (fraction 1's included: its model is the rerank stage's feedback_kl, seed 0)" if reused else "")
+        + f"; every step of `fqa run beyond` recorded in the manifest: {stage_cost(stage)[0]:.1f} min of compute"
     )
     display(summary)
 else:
-    display(Markdown(CURVE_NOTE))
+    display(Markdown(CURVE_NOTE or TRANSFER_NOTE or "*No experiment run is in `results/` yet.*"))
 
 # %% [markdown]
 # ## How the findings are computed
@@ -421,7 +427,7 @@ for r, row in learning.drop(index="none").iterrows() if CURVE else []:
     kl_r = kl_table.loc[r, "mean"]
     lines.append(
         f"Feedback {r.split(':')[1]} ({row['training pairs']:.0f} pairs): {row.delta:+.2f} points "
-        f"over the RQA alone [{row.delta_ci_low:+.2f}, {row.delta_ci_high:+.2f}], Holm p {row.p_holm:.3g}; "
+        f"over the RQA alone [{row.delta_ci_low:+.2f}, {row.delta_ci_high:+.2f}], Holm p {p_text(row.p_holm)}; "
         f"KL on feedback_test {kl_r:.4f} nats."
     )
 for d in qa.index if TRANSFER else []:
@@ -429,7 +435,7 @@ for d in qa.index if TRANSFER else []:
     k_d, k_p = kl_tab.loc[d, "leave-out - control"], kl_tab.loc[d, "p (Holm)"]
     lines.append(
         f"Transfer, {d}: without its own feedback vs the size-matched control, QA {q_d:+.2f} points "
-        f"(Holm p {q_p:.3g}), KL {k_d:+.4f} nats (Holm p {k_p:.3g})."
+        f"(Holm p {p_text(q_p)}), KL {k_d:+.4f} nats (Holm p {p_text(k_p)})."
     )
 if not CURVE:
     lines.append(
