@@ -29,7 +29,7 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import compare, estimate
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
 from fqa_analysis.core.ratings import LABELS
-from fqa_analysis.core.report import breakable, change_text, ci_table, variety_table
+from fqa_analysis.core.report import breakable, change_text, ci_table, p_text, variety_table
 from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
 from fqa_analysis.core.text_metrics import corpus_bleu, distinct_share, variety
 
@@ -249,7 +249,7 @@ for baseline in ("template", "retrieval_same_rating"):
                     "mean": f"{r['mean']:.3f}",
                     "Δ [95% CI, unadjusted]": f"{r['delta']:+.3f} "
                     f"[{r['delta_ci_low']:+.3f}, {r['delta_ci_high']:+.3f}]",
-                    "Holm p": f"{r['p_holm']:.3g}",
+                    "Holm p": p_text(r["p_holm"], 3),
                     "MDE": f"{r['mde']:.3f}" if r["p_holm"] >= 0.05 and r["mde"] > 0 else "",
                     "of human": f"{r['mean'] / human_items[metric].mean():.0%}",
                 }
@@ -330,7 +330,10 @@ for ax, column, label in (
     (axes[0], "opening_share", "share opening with the most common 4 words"),
     (axes[1], "distinct", "share of distinct explanations"),
 ):
-    ax.barh(names, varied[column].astype(float), color=[system_color(n) for n in names])
+    # the reader's names (as in the consistency figure), each explainer's fixed colour
+    ax.barh(
+        [short.get(n, n) for n in names], varied[column].astype(float), color=[system_color(n) for n in names]
+    )
     ax.set_xlim(0, 1)
     ax.set_xlabel(label)
 axes[0].invert_yaxis()
@@ -430,7 +433,19 @@ shares = top1.groupby("is_gold")["predicted_rating"].value_counts(normalize=True
 shares.index = shares.index.map({True: "gold answer", False: "other answer"})
 shares.columns.name = "predicted rating"
 shares.index.name = "answer"
-shares.reindex(columns=[r for r in RATINGS if r in shares.columns]).round(3)
+used = [r for r in RATINGS if r in shares.columns]
+if len(used) < len(RATINGS) and stage["top1_system"]:
+    # a reader sees two ratings only and should know why: the reranker, not the explainers
+    why = (
+        ": vanilla is the relevance model, trained on QA pairs whose gold passage counts as Excellent and "
+        "other passages as Bad, never on people's ratings, so the middle ratings are never its most likely"
+        if reranker_name == "vanilla"
+        else ""
+    )
+    print(
+        f"{reranker_name} predicts {len(used)} of the {len(RATINGS)} ratings here ({', '.join(used)}){why}."
+    )
+shares.reindex(columns=used).round(3)
 
 # %% [markdown]
 # ## Cost
