@@ -52,6 +52,7 @@ from fqa_analysis.core.reranking import (
 from fqa_analysis.core.results import (
     dirty_commits,
     load_candidates,
+    load_manifest,
     load_stage,
     load_table,
     results_dir,
@@ -61,26 +62,50 @@ from fqa_analysis.core.text_metrics import variety
 from fqa_analysis.models.reranker.pairs import feedback_item_sets
 
 RESULTS = results_dir()
-stage = load_stage(RESULTS, "explain_rate")
-paper_stage = load_stage(RESULTS, "explain_rate_paper")
+STAGES = load_manifest(RESULTS).get("stages", {})
+# our form is the chapter's subject; the paper's form is shown beside it when its runs are in results/
+stage = STAGES.get("explain_rate")
+paper_stage = STAGES.get("explain_rate_paper")
 # The rate-only reranker it is compared with starts where it starts: the relevance model
 # (`feedback_kl`) or MiniLM (`feedback_kl_scratch`; a stage record without `start` trained from MiniLM).
-START = stage["config"].get("start", "minilm")
+START = (stage or {}).get("config", {}).get("start", "minilm" if stage else "relevance")
 RATE_ONLY = "feedback_kl" if START == "relevance" else "feedback_kl_scratch"
 OURS, PAPER = "feedback_explain_rate", "feedback_explain_rate_paper"
 NAMES = {RATE_ONLY: "rate-only", OURS: "explain-then-rate (ours)", PAPER: "explain-then-rate (paper's form)"}
-SYSTEMS = list(stage["config"]["rqa"])
+SYSTEMS = list((stage or {}).get("config", {}).get("rqa", []))
 candidates = load_candidates(RESULTS)
 # rows computed from uncommitted code (a `+dirty` manifest entry) are not shown
-DIRTY = dirty_commits(stage, paper_stage)
-READY = RATE_ONLY in set(candidates["reranker"]) and not DIRTY
-WAITING = Markdown(
-    f"*Not shown: this stage's rows in `results/` were computed from uncommitted code (manifest commit "
-    f"`{DIRTY[0]}`); they return when `fqa run explain_rate` (and its paper form) is rerun at a clean commit.*"
-    if DIRTY
-    else f"*Not computed yet: the rate-only reranker this chapter compares with, `{RATE_ONLY}` (the same "
-    f"starting point, {'the relevance model' if START == 'relevance' else 'MiniLM'}, and the same feedback), is "
-    f"not in `results/`; `fqa run rerank --variants {RATE_ONLY}` adds it.*"
+DIRTY = dirty_commits(stage) if stage else []
+PAPER_SHOWN = paper_stage is not None and not dirty_commits(paper_stage)
+FORMS = [OURS, PAPER] if PAPER_SHOWN else [OURS]
+READY = stage is not None and RATE_ONLY in set(candidates["reranker"]) and not DIRTY
+if stage is None:
+    WAITING = Markdown(
+        "*Not computed yet: this results folder has no explain-then-rate runs; `fqa run explain_rate` "
+        "computes them (our form, three seeds).*"
+    )
+elif DIRTY:
+    WAITING = Markdown(
+        f"*Not shown: this stage's rows in `results/` were computed from uncommitted code (manifest commit "
+        f"`{DIRTY[0]}`); they return when `fqa run explain_rate` is rerun at a clean commit.*"
+    )
+else:
+    WAITING = Markdown(
+        f"*Not computed yet: the rate-only reranker this chapter compares with, `{RATE_ONLY}` (the same "
+        f"starting point, {'the relevance model' if START == 'relevance' else 'MiniLM'}, and the same feedback), "
+        f"is not in `results/`; `fqa run rerank --variants {RATE_ONLY}` adds it.*"
+    )
+# said once under the findings where our form is shown and the paper's is not
+PAPER_NOTE = (
+    None
+    if PAPER_SHOWN
+    else "*The paper's form is not shown: "
+    + (
+        f"its rows in `results/` were computed from uncommitted code (manifest commit `{dirty_commits(paper_stage)[0]}`)"
+        if paper_stage
+        else "it is not in `results/`"
+    )
+    + "; `fqa run explain_rate --explain-rate-form paper --seeds 0` computes it. Every table below shows our form only.*"
 )
 # where the rows are not shown, each section says so in one line under its lead-in
 SEE_FINDINGS = Markdown("*Not shown: see the note under Findings.*")
@@ -96,7 +121,7 @@ if READY:
         [
             candidates[candidates["rqa"].isin(SYSTEMS) & candidates["reranker"].isin(["none", RATE_ONLY])],
             load_table(RESULTS, "explain_rate_candidates.parquet"),
-            load_table(RESULTS, "explain_rate_paper_candidates.parquet"),
+            *([load_table(RESULTS, "explain_rate_paper_candidates.parquet")] if PAPER_SHOWN else []),
         ],
         ignore_index=True,
     )
@@ -104,7 +129,8 @@ if READY:
     outcomes = score_outcomes(rows)  # S = P_theta + P(Excellent), as in the main table
     table = seed_table(outcomes)
     COMMITS = ",".join(
-        load_stage(RESULTS, s)["git_commit"] for s in ("rerank", "explain_rate", "explain_rate_paper")
+        load_stage(RESULTS, s)["git_commit"]
+        for s in ("rerank", "explain_rate", *(["explain_rate_paper"] if PAPER_SHOWN else []))
     )
     vs_rate_only = compare_to_baseline(
         outcomes[outcomes["reranker"] != "none"], baseline=RATE_ONLY, commit=COMMITS
@@ -113,7 +139,7 @@ if READY:
     explained = pd.concat(
         [
             load_table(RESULTS, "explain_rate_predictions.parquet"),
-            load_table(RESULTS, "explain_rate_paper_predictions.parquet"),
+            *([load_table(RESULTS, "explain_rate_paper_predictions.parquet")] if PAPER_SHOWN else []),
         ],
         ignore_index=True,
     )
@@ -127,7 +153,7 @@ if READY:
     joined = join_annotators(predictions, test_items)
     quality = rating_quality_table(joined)
     per_item = per_item_rating_scores(joined)
-    # both forms against rate-only, Holm over the two within each metric
+    # the forms shown against rate-only, Holm over them within each metric
     item_tests = {
         metric: compare(
             per_item, system="reranker", baseline=RATE_ONLY, value=metric, keys=ITEM_KEYS, strata=["domain"]
@@ -154,9 +180,17 @@ if READY:
     minutes, peak_gib = stage_cost(stage)
 
     def selection_kl(entry):
-        """Per seed, the held-out KL (generated explanations) of the epoch kept: mean and sd over seeds."""
+        """Per seed, the held-out KL (generated explanations) of the epoch kept: mean ± sd over seeds."""
         kept = [h["best_select_kl"] for h in entry["histories"].values()]
-        return plus_minus(float(np.mean(kept)), float(np.std(kept, ddof=1)), 3)
+        if len(kept) == 1:
+            return f"{kept[0]:.3f} nats (one seed)"
+        return (
+            plus_minus(float(np.mean(kept)), float(np.std(kept, ddof=1)), 3) + " nats (mean ± sd over seeds)"
+        )
+
+    def mean_selection_kl(entry):
+        """The seed mean of the held-out KL of the epoch kept."""
+        return float(np.mean([h["best_select_kl"] for h in entry["histories"].values()]))
 
 
 # %% [markdown]
@@ -199,38 +233,65 @@ if READY:
         ]
         return ", ".join(cells)
 
-    lines = [
-        "**The paper's form does not work with our stand-in model.** Its held-out KL with the explanations it "
-        f"generates is {selection_kl(paper_stage)} nats (mean ± sd over seeds), worse than predicting the "
-        f"training label prior ({prior_select_kl:.3f}); it writes at most {distinct[PAPER]} distinct "
-        "explanation(s) for the 1,995 feedback_test items and rates "
-        f"{share_bad[PAPER]:.0%} of them Bad. **Ours** ends at {selection_kl(stage)} nats held out; it writes "
-        f"up to {distinct[OURS]:,} distinct explanations per seed.",
+    n_items = int(explained.groupby(["reranker", "seed"]).size().max())
+    lines = []
+    if PAPER_SHOWN:
+        paper_beats = mean_selection_kl(paper_stage) < prior_select_kl
+        lines.append(
+            (
+                "**The paper's form beats the constant prior held out.**"
+                if paper_beats
+                else "**The paper's form does not beat the constant prior with our stand-in model.**"
+            )
+            + f" Its held-out KL with the explanations it generates is {selection_kl(paper_stage)} "
+            f"against the training label prior's {prior_select_kl:.3f}; it writes at most {distinct[PAPER]:,} "
+            f"distinct explanation(s) for the {n_items:,} feedback_test items and rates {share_bad[PAPER]:.0%} "
+            "of them Bad."
+        )
+    ours_beats = mean_selection_kl(stage) < prior_select_kl
+    lines.append(
+        f"**Ours** ends at {selection_kl(stage)} held out, "
+        + ("below" if ours_beats else "not below")
+        + f" the training label prior's {prior_select_kl:.3f}; it writes up to {distinct[OURS]:,} distinct "
+        f"explanations for the {n_items:,} feedback_test items per seed and rates {share_bad[OURS]:.0%} of them "
+        "Bad (all seeds)."
+    )
+    lines += [
         "QA accuracy (overall micro, seed means) against rate-only, ours: "
         + "; ".join(versus(r, OURS) for r in SYSTEMS)
-        + ". The paper's form: "
-        + "; ".join(versus(r, PAPER) for r in SYSTEMS)
+        + (". The paper's form: " + "; ".join(versus(r, PAPER) for r in SYSTEMS) if PAPER_SHOWN else "")
         + ". Ours against the RQA alone: "
         + "; ".join(f"{r} {delta(alone.loc[(r, OURS)])}" for r in SYSTEMS)
         + ".",
         "Rating quality on feedback_test (seed means; explain-then-rate / rate-only). "
         f"Ours: {quality_line(OURS)}. "
-        f"The paper's form: {quality_line(PAPER)}. The training prior as a constant: KL "
-        f"{prior_quality['kl']:.3f}. Paired over items, ours against rate-only: KL "
-        f"{delta(item_tests['kl'].loc[OURS], 1.0, 3, 'nats')}; argmax accuracy "
-        f"{delta(item_tests['correct'].loc[OURS], 1.0, 3, '')} (Holm over the two forms, per metric). "
-        f"The rate-only baseline itself, `{RATE_ONLY}`, is {prior_quality['kl'] - means.loc[RATE_ONLY, 'kl']:.3f} "
-        "nats below the constant prior's KL: a small margin, so a null difference here is a comparison "
-        "of two weak rating models.",
+        + (f"The paper's form: {quality_line(PAPER)}. " if PAPER_SHOWN else "")
+        + f"The training prior as a constant: KL {prior_quality['kl']:.3f}. Paired over items, ours against "
+        f"rate-only: KL {delta(item_tests['kl'].loc[OURS], 1.0, 3, 'nats')}; argmax accuracy "
+        f"{delta(item_tests['correct'].loc[OURS], 1.0, 3, '')} ("
+        + (
+            "Holm over the two forms, per metric"
+            if PAPER_SHOWN
+            else "one form shown, so Holm leaves each p as it is"
+        )
+        + f"). The rate-only baseline itself, `{RATE_ONLY}`, is "
+        f"{prior_quality['kl'] - means.loc[RATE_ONLY, 'kl']:.3f} nats below the constant prior's KL: a small "
+        "margin, so a null difference here is a comparison of two weak rating models.",
         "Its explanations agree with its own rating (the consistency classifier of {doc}`explanations` reads the "
-        f"rating it gave) for {explained.loc[explained['reranker'] == OURS, 'agrees'].mean():.0%} of the items, "
-        f"the paper's form's for {explained.loc[explained['reranker'] == PAPER, 'agrees'].mean():.0%}; the "
-        f"classifier itself reads held-out human explanations right {classifier['overall']:.0%} of the time.",
+        f"rating it gave) for {explained.loc[explained['reranker'] == OURS, 'agrees'].mean():.0%} of the items"
+        + (
+            f", the paper's form's for {explained.loc[explained['reranker'] == PAPER, 'agrees'].mean():.0%}"
+            if PAPER_SHOWN
+            else ""
+        )
+        + f"; the classifier itself reads held-out human explanations right {classifier['overall']:.0%} of the time.",
         f"Our form's stage cost {minutes:.0f} minutes of compute on a 2-core CPU (peak {peak_gib:.1f} GiB): "
         f"{len(stage['histories'])} models, "
         f"{stage['scored_pairs']:,} pairs explained and rated by each.",
     ]
     display(Markdown("\n".join(f"- {x}" for x in lines)))
+    if PAPER_NOTE:
+        display(Markdown(PAPER_NOTE))
 else:
     display(WAITING)
 
@@ -241,7 +302,7 @@ else:
 # (the-two-forms)=
 # ## The model, in two forms
 #
-# Both forms are an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (the explanation generator of {doc}`explanations`; the pretrained models this project can install are sentence encoders, none an English sequence-to-sequence model, so it stands in for the paper's BART-large, and its cross-attention starts untrained). The encoder reads (question, passage), 128 tokens; the decoder writes `[CLS] explanation [SEP]` with no rating in sight; a linear 4-way rating head reads the decoder's top-layer state at the closing `[SEP]`, the state after the whole explanation. Both train on the same feedback and held-out split as the rate-only rerankers (protocol `available`), with the loss above and every annotator's explanation of a pair teacher-forced for the explanation tokens (one encoder pass per pair); two epochs, the epoch with the lowest held-out KL *with generated explanations* kept; the seeds are listed under the tables. At inference both write a greedy explanation of at most 24 tokens (no 3-gram repeated), and the head reads the state after it, so P_phi depends on what the model wrote. Both rescore the top 5 of the two best RQA systems (hybrid and fine-tuned MiniLM) with the paper's sum S = P_theta + P(Excellent).
+# Both forms are an encoder-decoder built from two copies of all-MiniLM-L6-v2 (the explanation generator of {doc}`explanations`; the pretrained models this project can install are sentence encoders, none an English sequence-to-sequence model, so it stands in for the paper's BART-large, and its cross-attention starts untrained). The encoder's layers start from the starting point printed at the top of this page: the relevance model of the other chapters (the default, the same start as the rate-only `feedback_kl`) or MiniLM itself; the decoder starts from MiniLM. The encoder reads (question, passage), 128 tokens; the decoder writes `[CLS] explanation [SEP]` with no rating in sight; a linear 4-way rating head reads the decoder's top-layer state at the closing `[SEP]`, the state after the whole explanation. Both train on the same feedback and held-out split as the rate-only rerankers (protocol `available`), with the loss above and every annotator's explanation of a pair teacher-forced for the explanation tokens (one encoder pass per pair); two epochs, the epoch with the lowest held-out KL *with generated explanations* kept; the seeds are listed under the tables. At inference both write a greedy explanation of at most 24 tokens (no 3-gram repeated), and the head reads the state after it, so P_phi depends on what the model wrote. Both rescore the top 5 of the two best RQA systems (hybrid and fine-tuned MiniLM) with the paper's sum S = P_theta + P(Excellent).
 #
 # They differ in what the rating head reads while training and what it sees:
 #
@@ -267,7 +328,7 @@ if READY:
                 "none": "alone",
                 RATE_ONLY: "+ rate-only",
                 OURS: "+ explain-then-rate (ours)",
-                PAPER: "+ paper's form",
+                **({PAPER: "+ paper's form"} if PAPER_SHOWN else {}),
             },
         )
     )
@@ -276,7 +337,7 @@ else:
 
 
 # %% [markdown]
-# Each explain-then-rate form against rate-only, paired over the 1,992 questions (seed-averaged outcomes, bootstrap resampled within test sets, B = 10,000; Holm over the two forms within each RQA system):
+# Each explain-then-rate form against rate-only, paired over the 1,992 questions (seed-averaged outcomes, bootstrap resampled within test sets, B = 10,000; Holm over the explain-then-rate forms shown, within each RQA system):
 
 # %% tags=["hide-input"]
 if READY:
@@ -316,7 +377,7 @@ else:
 
 
 # %% [markdown]
-# Paired over items (per item, the seed-averaged KL and argmax correctness; bootstrap stratified by domain; Holm over the two forms within each metric):
+# Paired over items (per item, the seed-averaged KL and argmax correctness; bootstrap stratified by domain; Holm over the explain-then-rate forms shown, within each metric):
 
 # %% tags=["hide-input"]
 if READY:
@@ -463,7 +524,7 @@ else:
 # %% [markdown]
 # ## Training curves and cost
 #
-# Per form, seed and epoch: the rating and explanation losses on the training pairs (the rating loss is the cross-entropy to the annotators' distribution, so it includes that distribution's entropy) and the held-out KL with generated explanations (the epoch kept is the lowest). The training label prior's held-out KL is the bar to beat. The paper's form's seed 0 trained beside another job on the same two cores, so its wall times are inflated.
+# Per form, seed and epoch: the rating and explanation losses on the training pairs (the rating loss is the cross-entropy to the annotators' distribution, so it includes that distribution's entropy) and the held-out KL with generated explanations (the epoch kept is the lowest). The training label prior's held-out KL is the bar to beat.
 
 # %% tags=["hide-input"]
 HISTORY_HEADERS = {
@@ -487,7 +548,7 @@ if READY:
                         if k in HISTORY_HEADERS
                     },
                 }
-                for name, entry in ((OURS, stage), (PAPER, paper_stage))
+                for name, entry in ((OURS, stage), *([(PAPER, paper_stage)] if PAPER_SHOWN else []))
                 for s, h in entry["histories"].items()
                 for e in h["epochs"]
             ]

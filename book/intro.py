@@ -70,6 +70,7 @@ from fqa_analysis.core.text_metrics import variety
 from fqa_analysis.models.reranker.pairs import feedback_item_sets
 
 RESULTS = results_dir()
+MANIFEST_STAGES = load_manifest(RESULTS)["stages"]  # read once: which stages ran, at which commits
 RQA = "hybrid"  # the best RQA system here (see the retrieval chapter)
 candidates = load_candidates(RESULTS)
 outcomes = score_outcomes(candidates[candidates["rqa"] == RQA])
@@ -284,21 +285,23 @@ answers.append(
     f"{ci(sim, 1.0, 3, '')}. See {{doc}}`explanations`."
 )
 # explain-then-rate is compared with the rate-only reranker of its own starting point (as its chapter)
+EXPLAIN_RATE = MANIFEST_STAGES.get("explain_rate")
 RATE_ONLY = (
     "feedback_kl"
-    if load_stage(RESULTS, "explain_rate")["config"].get("start", "minilm") == "relevance"
+    if (EXPLAIN_RATE or {}).get("config", {}).get("start", "minilm") == "relevance"
     else "feedback_kl_scratch"
 )
-EXPLAIN_RATE_DIRTY = dirty_commits(
-    load_stage(RESULTS, "explain_rate"), load_stage(RESULTS, "explain_rate_paper")
-)
-if have(RATE_ONLY) and not EXPLAIN_RATE_DIRTY:
+EXPLAIN_RATE_DIRTY = dirty_commits(EXPLAIN_RATE) if EXPLAIN_RATE else []
+# the paper's form is named beside ours where its runs are in results/ at a clean commit
+PAPER_FORM = MANIFEST_STAGES.get("explain_rate_paper")
+PAPER_FORM_SHOWN = PAPER_FORM is not None and not dirty_commits(PAPER_FORM)
+if EXPLAIN_RATE and have(RATE_ONLY) and not EXPLAIN_RATE_DIRTY:
     # both forms against rate-only, as in the chapter, so that the Holm family (the two forms) is its own
     forms = pd.concat(
         [
             candidates[(candidates["rqa"] == RQA) & (candidates["reranker"] == RATE_ONLY)],
             load_table(RESULTS, "explain_rate_candidates.parquet"),
-            load_table(RESULTS, "explain_rate_paper_candidates.parquet"),
+            *([load_table(RESULTS, "explain_rate_paper_candidates.parquet")] if PAPER_FORM_SHOWN else []),
         ],
         ignore_index=True,
     )
@@ -310,7 +313,7 @@ if have(RATE_ONLY) and not EXPLAIN_RATE_DIRTY:
         [
             predictions.query("reranker == @RATE_ONLY"),
             load_table(RESULTS, "explain_rate_predictions.parquet"),
-            load_table(RESULTS, "explain_rate_paper_predictions.parquet"),
+            *([load_table(RESULTS, "explain_rate_paper_predictions.parquet")] if PAPER_FORM_SHOWN else []),
         ],
         ignore_index=True,
     )
@@ -322,15 +325,19 @@ if have(RATE_ONLY) and not EXPLAIN_RATE_DIRTY:
         keys=ITEM_KEYS,
         strata=["domain"],
     ).table
-    paper_form = explained[explained["reranker"] == "feedback_explain_rate_paper"]
-    paper_bad = (predicted_rating(paper_form) == "Bad").mean()
+    paper_line = ""
+    if PAPER_FORM_SHOWN:
+        paper_form = explained[explained["reranker"] == "feedback_explain_rate_paper"]
+        paper_bad = (predicted_rating(paper_form) == "Bad").mean()
+        paper_line = (
+            f" The paper's form of it, trained as the paper trains it, rates {paper_bad:.0%} of the "
+            f"feedback_test items Bad (KL {ci(rating_kl.loc['feedback_explain_rate_paper'], 1.0, 3, 'nats')})."
+        )
     answers.append(
         f"**Explain, then rate?** Our explain-then-rate reranker against the rate-only one (`{RATE_ONLY}`, "
         f"the same starting point) on {RQA}'s "
         f"accuracy: {ci(explain_vs_rate)}; on its KL to the annotators of feedback_test: "
-        f"{ci(rating_kl.loc['feedback_explain_rate'], 1.0, 3, 'nats')}. The paper's form of it, trained as the "
-        f"paper trains it, rates {paper_bad:.0%} of the feedback_test items Bad (KL "
-        f"{ci(rating_kl.loc['feedback_explain_rate_paper'], 1.0, 3, 'nats')}). See {{doc}}`explain_rate`."
+        f"{ci(rating_kl.loc['feedback_explain_rate'], 1.0, 3, 'nats')}.{paper_line} See {{doc}}`explain_rate`."
     )
 elif EXPLAIN_RATE_DIRTY:
     answers.append(
@@ -340,7 +347,6 @@ elif EXPLAIN_RATE_DIRTY:
 else:
     answers.append("**Explain, then rate?** " + pending(RATE_ONLY))
 # the cost of the results the book shows: a stage computed from uncommitted code is not shown, nor counted
-MANIFEST_STAGES = load_manifest(RESULTS)["stages"]
 SHOWN_STAGES = {n: e for n, e in MANIFEST_STAGES.items() if not dirty_commits(e)}
 costs, total = total_cost({"stages": SHOWN_STAGES})
 STAGE_NAMES = {
@@ -430,10 +436,15 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # %% tags=["hide-input"]
 # which chapters show less than their stage plans: said here, so that a reader knows before opening them
 waiting = []
-if dirty_commits(*(MANIFEST_STAGES.get(n, {}) for n in ("explain_rate", "explain_rate_paper"))):
+if EXPLAIN_RATE_DIRTY:
     waiting.append(
         "{doc}`explain_rate`: its results were computed from uncommitted code and are not shown until "
         "`fqa run explain_rate` is rerun at a clean commit"
+    )
+elif not PAPER_FORM_SHOWN:
+    waiting.append(
+        "{doc}`explain_rate`: the paper's form of the explain-then-rate reranker is not shown until "
+        "`fqa run explain_rate --explain-rate-form paper --seeds 0` runs at a clean commit"
     )
 beyond_stage = MANIFEST_STAGES.get("beyond", {})
 if dirty_commits(beyond_stage):
@@ -486,5 +497,5 @@ display(
 # | learning curves, transfer (not in the paper) | - | fractions of the `available` training feedback (1,545 rated pairs); a domain left out of training and model selection, against a control with as many pairs removed at random; one seed per run (seed 0); fraction 1 is the rerank stage's `feedback_kl` | what this data allows; one seed keeps the stage's cost at 11 trained models rather than 33 |
 # | reranker epoch selection | feedback_valid | lowest KL to the annotators of a held-out 20% of the training questions (protocol `available`) | feedback_valid is training data in `available` |
 # | explanation generator | a pretrained sequence-to-sequence model (BART) | an encoder-decoder warm-started from two all-MiniLM-L6-v2 copies (cross-attention and output layer untrained at start), six epochs; the rating is the decoder's forced first tokens; where greedy decoding does not read as its rating (a TF-IDF classifier of human explanations), four sampled candidates and a chooser | no English seq2seq weights on PyPI |
-# | explain-then-rate reranker | BART-large: writes an explanation of the pair, then predicts the rating from it; loss = KL of the rating + explanation cross-entropy (weight 1) | MiniLM2MiniLM (two all-MiniLM-L6-v2 copies, cross-attention untrained at start) with a rating head on the decoder state after the explanation; the same loss and weight; two epochs; greedy explanations of at most 24 tokens; 3 seeds; rescores the hybrid and fine-tuned MiniLM only. In our form (the one compared) the head is trained on the state after the model's own explanation, not the annotators', and also sees the encoder's mean state; the paper's form is reported beside it | no English seq2seq weights on PyPI; the paper's form, measured, rates from the annotators' words and fails on its own (exposure bias), and our decoder's untrained cross-attention carries too little of the pair; writing an explanation for every candidate is the stage's main cost on 2 CPU cores |
+# | explain-then-rate reranker | BART-large: writes an explanation of the pair, then predicts the rating from it; loss = KL of the rating + explanation cross-entropy (weight 1) | MiniLM2MiniLM (two all-MiniLM-L6-v2 copies; the encoder's layers start from the relevance model, the cross-attention untrained) with a rating head on the decoder state after the explanation; the same loss and weight; two epochs; greedy explanations of at most 24 tokens; 3 seeds (the paper's form: seed 0); rescores the hybrid and fine-tuned MiniLM only. In our form (the one compared) the head is trained on the state after the model's own explanation, not the annotators', and also sees the encoder's mean state; the paper's form is reported beside it | no English seq2seq weights on PyPI; the paper's form, measured, rates from the annotators' words and fails on its own (exposure bias), and our decoder's untrained cross-attention carries too little of the pair; writing an explanation for every candidate is the stage's main cost on 2 CPU cores |
 # | P_theta scale | the model's own softmax | softmax of scores / T, one T per system fitted on the QA valid sets by NLL | BM25 and cosine scores are not log-probabilities |
