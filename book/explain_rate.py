@@ -235,7 +235,28 @@ if READY:
         return ", ".join(cells)
 
     n_items = int(explained.groupby(["reranker", "seed"]).size().max())
-    lines = []
+
+    def direction(row, lower_is_better=False):
+        """'better', 'worse' or 'not measurably different' (Holm p < 0.05) for one comparison row."""
+        if row["p_holm"] >= 0.05:
+            return "not measurably different"
+        return "better" if (row["delta"] < 0) == lower_is_better else "worse"
+
+    # the plain answer first: does writing an explanation first help, against rate-only?
+    qa_words = {r: direction(d.loc[(r, OURS)]) for r in SYSTEMS}
+    lines = [
+        "**In plain words:** learning to explain first did not make our reranker better than rating alone. "
+        "Against rate-only, its QA accuracy is "
+        + " and ".join(f"{w} on {r}" for r, w in qa_words.items())
+        + f", and its ratings are {direction(item_tests['kl'].loc[OURS], lower_is_better=True)} in KL to "
+        "the annotators (numbers below)."
+        if not any(w == "better" for w in qa_words.values())
+        and direction(item_tests["kl"].loc[OURS], lower_is_better=True) != "better"
+        else "**In plain words:** learning to explain first helped in part: against rate-only, its QA accuracy is "
+        + " and ".join(f"{w} on {r}" for r, w in qa_words.items())
+        + f", and its ratings are {direction(item_tests['kl'].loc[OURS], lower_is_better=True)} in KL to the "
+        "annotators (numbers below)."
+    ]
     if PAPER_SHOWN:
         paper_beats = mean_selection_kl(paper_stage) < prior_select_kl
         lines.append(
@@ -276,8 +297,8 @@ if READY:
             else "one form shown, so Holm leaves each p as it is"
         )
         + f"). The rate-only baseline itself, `{RATE_ONLY}`, is "
-        f"{prior_quality['kl'] - means.loc[RATE_ONLY, 'kl']:.3f} nats below the constant prior's KL: a small "
-        "margin, so a null difference here is a comparison of two weak rating models.",
+        f"{prior_quality['kl'] - means.loc[RATE_ONLY, 'kl']:.3f} nats below the constant prior's KL: both are "
+        "weak rating models.",
         "Its explanations agree with its own rating (the consistency classifier of {doc}`explanations` reads the "
         f"rating it gave) for {explained.loc[explained['reranker'] == OURS, 'agrees'].mean():.0%} of the items"
         + (
