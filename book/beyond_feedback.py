@@ -427,7 +427,7 @@ for r, row in learning.drop(index="none").iterrows() if CURVE else []:
     kl_r = kl_table.loc[r, "mean"]
     lines.append(
         f"Feedback {r.split(':')[1]} ({row['training pairs']:.0f} pairs): {row.delta:+.2f} points "
-        f"over the RQA alone [{row.delta_ci_low:+.2f}, {row.delta_ci_high:+.2f}], Holm p {p_text(row.p_holm)}; "
+        f"over the RQA alone {interval(row.delta_ci_low, row.delta_ci_high)}, Holm p {p_text(row.p_holm)}; "
         f"KL on feedback_test {kl_r:.4f} nats."
     )
 for d in qa.index if TRANSFER else []:

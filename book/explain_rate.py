@@ -244,18 +244,18 @@ if READY:
 
     # the plain answer first: does writing an explanation first help, against rate-only?
     qa_words = {r: direction(d.loc[(r, OURS)]) for r in SYSTEMS}
+    kl_word = direction(item_tests["kl"].loc[OURS], lower_is_better=True)
+    helped = "better" in [*qa_words.values(), kl_word]
     lines = [
-        "**In plain words:** learning to explain first did not make our reranker better than rating alone. "
-        "Against rate-only, its QA accuracy is "
+        "**In plain words:** learning to explain first "
+        + (
+            "helped in part: against"
+            if helped
+            else "did not make our reranker better than rating alone. Against"
+        )
+        + " rate-only, its QA accuracy is "
         + " and ".join(f"{w} on {r}" for r, w in qa_words.items())
-        + f", and its ratings are {direction(item_tests['kl'].loc[OURS], lower_is_better=True)} in KL to "
-        "the annotators (numbers below)."
-        if not any(w == "better" for w in qa_words.values())
-        and direction(item_tests["kl"].loc[OURS], lower_is_better=True) != "better"
-        else "**In plain words:** learning to explain first helped in part: against rate-only, its QA accuracy is "
-        + " and ".join(f"{w} on {r}" for r, w in qa_words.items())
-        + f", and its ratings are {direction(item_tests['kl'].loc[OURS], lower_is_better=True)} in KL to the "
-        "annotators (numbers below)."
+        + f", and its ratings are {kl_word} in KL to the annotators (numbers below)."
     ]
     if PAPER_SHOWN:
         paper_beats = mean_selection_kl(paper_stage) < prior_select_kl
