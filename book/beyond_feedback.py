@@ -22,7 +22,7 @@
 # 5. **Does feedback transfer?** Each feedback domain left out of training *and* model selection, tested on that domain: does feedback on one public-health agency's answers help another's QA system?
 # 6. **Where does the best system fail?** Per-domain error analysis with examples.
 #
-# All runs come from `fqa run beyond` (`feedback_experiments.parquet`, `feedback_experiment_ratings.parquet`; every model trained once and cached). Protocol `available` (see {doc}`data`): the training feedback is WHO's feedback_train plus 80% of the four feedback_valid files' questions, 1,545 rated pairs, a fraction of the paper's (three feedback_train files are absent). Every experiment reranker is trained like the reranking chapter's `feedback_kl`: it continues from the one relevance model (every layer trained, KL loss) and rescores the hybrid RQA's top 5. **One seed per run** (seed 0; fraction 1 is seed 0 of the reranking chapter's `feedback_kl`): three seeds would triple the stage's training; every comparison below is a paired bootstrap over questions or items, which needs no second seed, but says nothing about the spread between seeds. Two measures: QA accuracy@1 over the four feedback domains' test questions, and the KL divergence of the predicted rating distribution from the annotators' on feedback_test (1,995 items, three annotators each), which sees changes the accuracy cannot.
+# All runs come from `fqa run beyond` (`feedback_experiments.parquet`, `feedback_experiment_ratings.parquet`; every model trained once and cached). Protocol `available` (see {doc}`data`): the training feedback is 80% of the questions of WHO's feedback_train and the four feedback_valid files pooled (20% of each domain's questions held out for model selection), 1,545 rated pairs, a fraction of the paper's (three feedback_train files are absent). Every experiment reranker is trained like the reranking chapter's `feedback_kl`: it continues from the one relevance model (every layer trained, KL loss) and rescores the hybrid RQA's top 5. **One seed per run** (seed 0; fraction 1 is seed 0 of the reranking chapter's `feedback_kl`): three seeds would triple the stage's training; every comparison below is a paired bootstrap over questions or items, which needs no second seed, but says nothing about the spread between seeds. Two measures: QA accuracy@1 over the four feedback domains' test questions, and the KL divergence of the predicted rating distribution from the annotators' on feedback_test (1,995 items, three annotators each), which sees changes the accuracy cannot.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -43,7 +43,14 @@ from fqa_analysis.core.experiments import (
 from fqa_analysis.core.failures import failure_categories, page_overlap
 from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
 from fqa_analysis.core.ratings import item_ratings
-from fqa_analysis.core.report import CI_HEADER, comparison_table, interval, markdown_records, p_text
+from fqa_analysis.core.report import (
+    CI_HEADER,
+    change_text,
+    comparison_table,
+    interval,
+    markdown_records,
+    p_text,
+)
 from fqa_analysis.core.reranking import join_annotators, per_item_rating_scores, score_outcomes
 from fqa_analysis.core.results import (
     dirty_commits,
@@ -132,11 +139,11 @@ if CURVE:
     curve = curve_cmp.table.droplevel("rqa")  # one RQA system: one row per feedback fraction
     accuracy = fraction_rows.groupby("reranker")["correct"].mean().rename("accuracy")
     sizes = runs[runs["experiment"] == "fraction"].groupby("setting")["fit_pairs"].mean()
-    learning = curve[["delta", "delta_ci_low", "delta_ci_high", "p_value", "p_holm"]]
+    learning = curve[["delta", "delta_ci_low", "delta_ci_high", "mde", "p_value", "p_holm"]]
     learning = (
         (100 * accuracy)
         .to_frame()
-        .join(100 * learning[["delta", "delta_ci_low", "delta_ci_high"]])
+        .join(100 * learning[["delta", "delta_ci_low", "delta_ci_high", "mde"]])
         .join(learning[["p_value", "p_holm"]])
     )
     learning.insert(0, "training pairs", [sizes.get(r.split(":")[-1], 0) for r in learning.index])
@@ -426,8 +433,8 @@ lines = []
 for r, row in learning.drop(index="none").iterrows() if CURVE else []:
     kl_r = kl_table.loc[r, "mean"]
     lines.append(
-        f"Feedback {r.split(':')[1]} ({row['training pairs']:.0f} pairs): {row.delta:+.2f} points "
-        f"over the RQA alone {interval(row.delta_ci_low, row.delta_ci_high)}, Holm p {p_text(row.p_holm)}; "
+        f"Feedback {r.split(':')[1]} ({row['training pairs']:.0f} pairs): over the RQA alone "
+        f"{change_text(row, 1.0)}; "
         f"KL on feedback_test {kl_r:.4f} nats."
     )
 for d in qa.index if TRANSFER else []:

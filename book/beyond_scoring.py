@@ -49,7 +49,6 @@ from fqa_analysis.core.report import (
     change_text,
     comparison_table,
     interval,
-    p_text,
     plus_minus,
     signed_text,
 )
@@ -211,7 +210,7 @@ if TEMPERATURES:
 
 
 # %% [markdown]
-# Is the change in KL to the annotators real? Per item, seed-averaged KL(annotators || P_phi) raw and scaled, paired bootstrap over items (stratified by domain), Holm over the rerankers (the family is named under the table):
+# Is the change in KL to the annotators real? Per item, seed-averaged KL(annotators || P_phi) raw and scaled, paired bootstrap over items (stratified by domain), Holm over the rerankers (the family is named above the table):
 
 # %% tags=["hide-input"]
 if TEMPERATURES:
@@ -257,7 +256,7 @@ else:
 # %% [markdown]
 # ### Does temperature scaling change the combined accuracy?
 #
-# Every reranked run of every RQA system under four scorings: `as run` (P_theta at its fitted T, raw P(Excellent): the other chapters), `P_theta at T=1` (the paper's literal recipe), `P_phi scaled` and `both`. Each is compared with `as run` on the same questions; Holm over every comparison of the table (the family size is printed under it). Accuracy in points.
+# Every reranked run of every RQA system under four scorings: `as run` (P_theta at its fitted T, raw P(Excellent): the other chapters), `P_theta at T=1` (the paper's literal recipe), `P_phi scaled` and `both`. Each is compared with `as run` on the same questions; Holm over every comparison of the table (the family size is printed above it). Accuracy in %, differences in points; every row has its CI and Holm p, and a row that is not significant its MDE.
 
 # %% tags=["hide-input"]
 if TEMPERATURES:
@@ -266,43 +265,46 @@ if TEMPERATURES:
     scaling_cmp = compare(
         variants, system="scaling", baseline="as run", within=["rqa", "reranker"], commit=COMMITS
     )
-    print(scaling_cmp.signature())
     shown_scaling = scaling_cmp.table.reset_index()
-    for c in ("mean", "delta", "delta_ci_low", "delta_ci_high"):
-        shown_scaling[c] = 100 * shown_scaling[c]
+    scaling_sig = shown_scaling[shown_scaling["p_holm"] < 0.05]
+    # the plain answer first: which scorings move accuracy, where, and which way
+    moves = []
+    for scaling, block in shown_scaling.groupby("scaling", sort=False):
+        sig = block[block["p_holm"] < 0.05]
+        where = (
+            "; ".join(
+                f"{r.rqa} + {r.reranker} {signed_text(100 * r.delta)}"
+                for r in sig.sort_values("delta").itertuples()
+            )
+            if len(sig)
+            else "none"
+        )
+        moves.append(
+            f"`{scaling}`: {len(sig)} of {len(block)} runs differ significantly from `as run` ({where}); "
+            f"Δ {signed_text(100 * block['delta'].min())} to {signed_text(100 * block['delta'].max())} points"
+        )
     display(
-        shown_scaling.pivot_table(index=["rqa", "reranker"], columns="scaling", values="delta", sort=False)
-        .map(signed_text)  # no "-0.00": a change that rounds to none reads 0.00
-        .rename_axis(index=["RQA", "reranker"], columns="Δ (points) with")
+        Markdown(
+            f"**{len(scaling_sig)} of {len(shown_scaling)} rescorings change accuracy significantly** "
+            "(Holm over the table). Significant changes, in points:\n\n" + "\n".join(f"- {m}" for m in moves)
+        )
+    )
+    print(scaling_cmp.signature())
+    display(
+        comparison_table(
+            scaling_cmp.table.reset_index().set_index(["rqa", "reranker", "scaling"]),
+            names=["RQA", "reranker", "scoring"],
+            mean_header="accuracy (%)",
+            wtl=False,
+        ).rename(index=breakable, level="reranker")
     )
 if SELECTION_NOTE:
     display(
-        Markdown("*The rerankers of the temperature table above: the note under it names the others.*")
+        Markdown(
+            "*Rows are the rerankers of the temperature table above; the note under that table names the others.*"
+        )
         if TEMPERATURES
         else Markdown(SELECTION_NOTE)
-    )
-
-# %% tags=["hide-input"]
-if TEMPERATURES:
-    scaling_sig = shown_scaling[shown_scaling["p_holm"] < 0.05]
-    print(
-        f"{len(scaling_sig)} of {len(shown_scaling)} scorings differ significantly from `as run` (Holm p < 0.05)"
-    )
-    for scaling, block in shown_scaling.groupby("scaling", sort=False):
-        print(
-            f"{scaling:>15}: delta {block['delta'].min():+.2f} .. {block['delta'].max():+.2f} points, "
-            f"smallest Holm p {p_text(block['p_holm'].min())}"
-        )
-    display(
-        comparison_table(
-            scaling_sig.assign(
-                mean=scaling_sig["mean"] / 100,
-                delta=scaling_sig["delta"] / 100,
-                delta_ci_low=scaling_sig["delta_ci_low"] / 100,
-                delta_ci_high=scaling_sig["delta_ci_high"] / 100,
-            ).set_index(["rqa", "reranker", "scaling"]),
-            names=["RQA", "reranker", "scoring"],
-        ).rename(index=breakable, level="reranker")
     )
 
 
@@ -381,7 +383,7 @@ print(
 )
 
 # %% [markdown]
-# Choosing w on the test questions flatters it. An honest estimate: choose w on three domains, answer the fourth with it, for each domain in turn, and compare with the sum on the same questions (paired bootstrap, Holm over the (RQA, reranker) pairs, named under the table).
+# Choosing w on the test questions flatters it. An honest estimate: choose w on three domains, answer the fourth with it, for each domain in turn, and compare with the sum on the same questions (paired bootstrap, Holm over the (RQA, reranker) pairs, named above the table).
 
 # %% tags=["hide-input"]
 cross = cross_domain_weight(curve)
@@ -508,11 +510,16 @@ lines = [
     )
     + f"; across domains the best w spans up to {spread_domains.max():.2f}; tuned on the other domains, "
     f"{tu_d.min():+.2f}..{tu_d.max():+.2f} points vs the sum "
-    f"({(tuned_cmp.p_holm < 0.05).sum()} of {len(tuned_cmp)} significant after Holm).",
+    f"({(tuned_cmp.p_holm < 0.05).sum()} of {len(tuned_cmp)} significant after Holm; by RQA system: "
+    + ", ".join(
+        f"{rqa} {int((block.p_holm < 0.05).sum())} of {len(block)}"
+        for rqa, block in tuned_cmp.groupby(level="rqa", sort=False)
+    )
+    + ").",
 ]
 if TEMPERATURES:
     rt = rating_temps["temperature"]
-    kl_d, sc_d = kl_cmp.table["delta"], shown_scaling["delta"]
+    kl_d, sc_d = kl_cmp.table["delta"], 100 * shown_scaling["delta"]
     lines += [
         f"P(Excellent) ({', '.join(SELECTED)}"
         + ("; the other rerankers' runs are still planned" if SELECTION_NOTE else "")

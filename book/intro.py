@@ -24,9 +24,11 @@
 #
 # Every number in the book is computed by the `fqa_analysis` package from the data files and from the
 # small artifacts under `results/`, by functions that unit tests check on hand-made examples. Comparisons
-# carry paired-bootstrap confidence intervals and Holm-corrected p-values; in the chapters' comparison tables
+# carry paired-bootstrap 95% confidence intervals (each for its own comparison, not adjusted for the family: a
+# CI beside a Holm p is the unadjusted one) and Holm-corrected p-values (B = 10,000 resamples, so the smallest
+# p a family of m comparisons can show is m / 10,001: 0.0008 for eight); in the chapters' comparison tables
 # every difference that is not significant carries its minimal detectable effect (MDE, 80% power): a true
-# difference at least that large would be found at p < 0.05 (unadjusted) in 80% of resamples with these
+# difference at least that large would be found at p < 0.05 / m (m the comparisons in its Holm family, the level Holm asks of the smallest p) in 80% of resamples with these
 # questions and seeds, so that "no effect" can be told from "too little data".
 
 # %% [markdown]
@@ -42,15 +44,15 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import ITEM_KEYS, compare, significance_counts
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.ratings import item_ratings, predicted_rating, rating_prior
-from fqa_analysis.core.report import NBSP, change_text, interval, p_text, plus_minus
+from fqa_analysis.core.report import NBSP, change_text, interval, p_text, plus_minus, signed_text
 from fqa_analysis.core.reranking import (
     best_feedback_gain,
     compare_family,
     compare_to_baseline,
+    constant_predictions,
     constant_rating_quality,
     feedback_pairs,
     join_annotators,
-    model_kl,
     per_item_rating_scores,
     score_ablation,
     score_outcomes,
@@ -144,27 +146,48 @@ if pairs:
     rescored_systems = set(candidates.loc[candidates["reranker"] != "none", "rqa"])
     claim = compare_family(score_outcomes(candidates[candidates["rqa"].isin(rescored_systems)]), pairs)
 short = []
+FED = [r for r in gains.index if r != "vanilla"]  # every reranker trained on feedback (warm or from MiniLM)
+SCRATCH = [r for r in FED if r.endswith("_scratch")]
 if (found := best_feedback_gain(gains)) is not None:
     top, helped = found
     short.append(
-        f"User feedback {'made' if helped else 'did not make'} the QA system measurably more accurate here. "
-        f"On the strongest retrieval system ({RQA}, {100 * overall.loc['none', 'mean']:.1f}% of the test "
-        f"questions answered correctly alone), the best reranker trained on feedback (`{top}`) changes "
-        f"accuracy by {change_text(gains.loc[top])} ({'significant' if helped else 'not significant'}; "
-        f"Holm over all {len(gains)} rerankers tried, every variant and its from-MiniLM twin); the paper reports "
+        f"On the strongest retrieval system here ({RQA}, {100 * overall.loc['none', 'mean']:.1f}% of the test "
+        f"questions answered correctly alone), user feedback {'made' if helped else 'did not make'} the QA "
+        f"system measurably more accurate: the best reranker trained on feedback (`{top}`) changes accuracy by "
+        f"{change_text(gains.loc[top])} ({'significant' if helped else 'not significant'}; Holm over the "
+        f"{len(gains)} rerankers on {RQA}: vanilla, {len(FED) - len(SCRATCH)} trained on feedback from the "
+        f"relevance model and {len(SCRATCH)} from MiniLM); the paper reports "
         f"{PAPER_OVERALL_ACCURACY['combined_reranker'] - PAPER_OVERALL_ACCURACY['rqa_alone']:+.2f} with its "
         "larger models."
     )
+    # the weaker RQA systems: every reranker against the RQA alone, Holm per system (the reranking chapter's table)
+    weaker = sorted(set(candidates["rqa"]) - {RQA})
+    if weaker and "vanilla" in gains.index:
+        alone = compare_to_baseline(score_outcomes(candidates[candidates["rqa"].isin(weaker)])).table
+        fed_rows = alone[alone.index.get_level_values("reranker").isin(FED)]
+        van = 100 * alone.xs("vanilla", level="reranker")["delta"]
+        short.append(
+            f"On the weaker systems ({', '.join(weaker)}) the rerankers trained on feedback do add accuracy, "
+            f"{signed_text(100 * fed_rows['delta'].min())} to {signed_text(100 * fed_rows['delta'].max())} points "
+            f"over the RQA alone ({int((fed_rows['p_holm'] < 0.05).sum())} of {len(fed_rows)} significant, Holm "
+            f"per system), and the relevance model alone, trained on QA data with no feedback, adds "
+            f"{signed_text(van.min())} to {signed_text(van.max())}."
+        )
 if pairs and "vanilla" in gains.index:
     rows_claim = claim.table.xs(RQA, level="rqa")
     adds = significance_counts(claim.table)
     short.append(
-        f"A reranker trained on QA data alone (the relevance model, no feedback) changes it by "
-        f"{100 * gains.loc['vanilla', 'delta']:+.2f} points; continuing it on the feedback changes that by "
+        f"Continuing the relevance model on the feedback (on {RQA}, it adds "
+        f"{100 * gains.loc['vanilla', 'delta']:+.2f} points alone) changes its accuracy by "
         + " and ".join(f"{100 * rows_claim.loc[s, 'delta']:+.2f} (`{s}`)" for s, _ in pairs)
         + f" on {RQA}, and is significantly better on {adds['better']} and worse on {adds['worse']} of the "
         f"{adds['rows']} (RQA, reranker) comparisons (Holm over the {adds['rows']}; the table is in "
-        "{doc}`reranking`, 'Does feedback add to QA data?')."
+        "{doc}`reranking`, 'Does feedback add to QA data?')"
+        + (
+            ": what accuracy the rerankers add comes from the QA data they start from, not from the feedback."
+            if adds["better"] == 0
+            else "."
+        )
     )
 if "feedback_kl" in set(predictions["reranker"]):
     fit_items, _ = feedback_item_sets(
@@ -173,12 +196,34 @@ if "feedback_kl" in set(predictions["reranker"]):
         data.available_feedback(data_dir, "valid"),
     )
     prior_kl = constant_rating_quality(rating_prior([it.ratings for it in fit_items]), test_items)["kl"]
-    kl_feedback = model_kl(join_annotators(predictions, test_items)).loc["feedback_kl"].mean()
+    # every reranker trained on feedback against the constant training prior, per item, Holm over them
+    fed_predictions = predictions[predictions["reranker"].isin(FED)]
+    prior_rows = constant_predictions(rating_prior([it.ratings for it in fit_items]), test_items)
+    vs_prior = compare(
+        per_item_rating_scores(join_annotators(pd.concat([fed_predictions, prior_rows]), test_items)),
+        system="reranker",
+        baseline="prior",
+        value="kl",
+        keys=ITEM_KEYS,
+        strata=["domain"],
+        seeds=None,
+        describe="every reranker trained on feedback vs the training prior",
+    ).table
+    closer = vs_prior[(vs_prior["p_holm"] < 0.05) & (vs_prior["delta"] < 0)]
+    others = vs_prior.drop(index=closer.index)
+    kl_feedback = vs_prior.loc["feedback_kl", "mean"]
     short.append(
-        f"What the feedback does teach the reranker is how people rate answers: its predicted "
-        f"ratings are {'closer to' if kl_feedback < prior_kl else 'no closer to'} the annotators' than "
-        f"always predicting the average training rating (KL {kl_feedback:.3f} against {prior_kl:.3f} nats, "
-        "lower is better)."
+        f"What the feedback does teach is how people rate answers, and only in part: `feedback_kl`'s predicted "
+        f"ratings are {'closer to' if kl_feedback < prior_kl else 'no closer to'} the annotators' than always "
+        f"predicting the average training rating (KL {kl_feedback:.3f} against {prior_kl:.3f} nats, lower is "
+        f"better; {change_text(vs_prior.loc['feedback_kl'], 1.0, 3, 'nats')}); {len(closer)} of the "
+        f"{len(vs_prior)} rerankers trained on feedback are significantly closer than the prior (Holm over "
+        f"the {len(vs_prior)})"
+        + (
+            f", the others' KL is {others['mean'].min():.3f} to {others['mean'].max():.3f}."
+            if len(others)
+            else "."
+        )
     )
 display(Markdown(" ".join(short) if short else pending("feedback_kl")))
 
@@ -189,7 +234,8 @@ display(Markdown(" ".join(short) if short else pending("feedback_kl")))
 # domains' test questions (micro), our numbers the mean over the seeds each reranker has (± sd where it
 # has several; the `seeds` column); Δ is the paired-bootstrap difference with its 95% CI (unadjusted)
 # and Holm-corrected p (B = 10,000); MDE, beside a difference that is not significant, is the smallest
-# true difference the test would find in 80% of resamples (points).
+# true difference the test would find at p < 0.05 / m (m the rerankers of the Holm family) in 80% of resamples
+# (points).
 
 # %% tags=["hide-input"]
 print(
@@ -478,7 +524,7 @@ display(
 )
 
 # %% [markdown]
-# Under each comparison table a one-line *signature* states every convention behind it (the test, the
+# Above each comparison table a one-line *signature* states every convention behind it (the test, the
 # bootstrap resamples B and their seed, the strata, micro or macro, how training seeds enter, the Holm
 # family's size and members, the package version) and `results:` the git commit(s) of the code that
 # computed the results it reads (from `results/manifest.json`; `+dirty` would mark uncommitted code), so

@@ -42,6 +42,20 @@ def test_numbers_are_the_paired_bootstraps() -> None:
     row = cmp.table.loc["new"]
     assert (row["delta_ci_low"], row["delta_ci_high"]) == ref.delta_ci["new"]
     assert row["p_value"] == ref.p_value["new"] and (row["ci_low"], row["ci_high"]) == ref.ci["new"]
+    assert row["mde"] == ref.mde["new"]  # a family of one: the MDE at 5%
+
+
+def test_mde_is_taken_at_the_level_holm_asks_of_the_family() -> None:
+    # two groups, Holm over the table (m = 2): each MDE at 5% / 2, as paired_bootstrap gives it
+    whole = compare(_two_groups(), system="s", baseline="base", within=["g"], n_resamples=500, seed=4)
+    per = compare(_two_groups(), system="s", baseline="base", within=["g"], family="within", n_resamples=500, seed=4)
+    block = _two_groups().query("g == 'a'")
+    wide = pd.DataFrame({s: block[block["s"] == s]["correct"].to_numpy() for s in ("base", "new")})
+    at_half = paired_bootstrap(wide, "base", ["D/test"] * 40, n_resamples=500, seed=4, mde_alpha=0.025)
+    at_five = paired_bootstrap(wide, "base", ["D/test"] * 40, n_resamples=500, seed=4)
+    assert whole.table.loc[("a", "new"), "mde"] == at_half.mde["new"]
+    assert per.table.loc[("a", "new"), "mde"] == at_five.mde["new"]  # families of one
+    assert at_half.mde["new"] > at_five.mde["new"]  # a stricter level needs a larger difference
 
 
 def test_seeds_are_averaged_per_question_first() -> None:

@@ -32,7 +32,7 @@ import pandas as pd
 
 from fqa_analysis import __version__
 from fqa_analysis.core.candidates import QUESTION_KEYS
-from fqa_analysis.core.stats import Average, bootstrap_means, holm, paired_bootstrap
+from fqa_analysis.core.stats import MDE_ALPHA, Average, bootstrap_means, holm, paired_bootstrap
 
 __all__ = [
     "COLUMNS",
@@ -54,7 +54,9 @@ N_RESAMPLES = 10_000
 #: baseline's on the same questions; ``delta`` (``delta_ci_low``, ``delta_ci_high``): system minus
 #: baseline and its percentile CI (unadjusted); ``p_value``: two-sided, shift method, +1 corrected;
 #: ``p_holm``: Holm-adjusted over the comparison's family; ``mde``: the minimal detectable effect,
-#: the smallest true |delta| the test finds at unadjusted p < 0.05 in 80% of resamples
+#: the smallest true |delta| the test finds at p < 0.05 / m in 80% of resamples, m the family's size
+#: (the level Holm's first step asks of the smallest p: a smaller difference could not be
+#: significant after the correction)
 #: (:func:`~fqa_analysis.core.stats.minimal_detectable_effect`); ``wins, ties, losses``: questions where
 #: the system's outcome is higher / equal / lower than the baseline's.
 COLUMNS: tuple[str, ...] = (
@@ -276,11 +278,18 @@ def compare(
     work = seed_mean(outcomes, [*within, system, *keys], value, seeds)
     seeded = seeds is not None and seeds in outcomes.columns
     groups = list(work.groupby(list(within), sort=False)) if within else [((), work)]
-    frames = []
+    plans = []
     for group_key, block in groups:
-        labels: tuple[object, ...] = group_key if isinstance(group_key, tuple) else (group_key,)
         present = list(dict.fromkeys(block[system]))
         todo = [(s, baseline) for s in present if s != baseline] if pairs is None else list(pairs)
+        plans.append((group_key, block, present, todo))
+    # The MDE is taken at the level Holm's first step asks of the family's smallest p (5% / m):
+    # a difference smaller than that could not come out significant after the correction even alone.
+    table_size = sum(len(todo) for *_, todo in plans)
+    frames = []
+    for group_key, block, present, todo in plans:
+        labels: tuple[object, ...] = group_key if isinstance(group_key, tuple) else (group_key,)
+        family_m = table_size if family == "table" else len(todo)
         where = f" in {dict(zip(within, labels, strict=True))}" if within else ""
         for base in dict.fromkeys(b for _, b in todo):
             if base not in present:
@@ -303,6 +312,7 @@ def compare(
                 n_resamples,
                 seed,
                 confidence,
+                mde_alpha=MDE_ALPHA / max(family_m, 1),
             ).to_frame()
             rows = frame.drop(index=str(base)).assign(n=len(wide), baseline_mean=frame.loc[str(base), "mean"])
             rows["baseline"] = pd.Series([base] * len(rows), index=rows.index, dtype=object)

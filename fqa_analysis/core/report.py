@@ -97,7 +97,7 @@ def p_text(p: float, digits: int = 2) -> str:
 
 
 def change_text(row: Mapping[str, Any], scale: float = 100.0, digits: int = 2, unit: str = "points") -> str:
-    """One comparison row for a sentence: Δ with its unadjusted CI, Holm's p, and the MDE of a null.
+    """One comparison row for a sentence: Δ with its unadjusted CI (so labelled), Holm's p, a null's MDE.
 
     Args:
         row: A :data:`~fqa_analysis.core.compare.COLUMNS` row (``delta``, its CI, ``p_holm`` and,
@@ -110,13 +110,13 @@ def change_text(row: Mapping[str, Any], scale: float = 100.0, digits: int = 2, u
         >>> row = {"delta": 0.0085, "delta_ci_low": -0.001, "delta_ci_high": 0.018, "p_holm": 0.31,
         ...        "mde": 0.0092}
         >>> change_text(row).replace(NBSP, " ")
-        '+0.85 points [-0.10, +1.80], Holm p 0.31, MDE 0.92'
+        '+0.85 points, unadjusted CI [-0.10, +1.80], Holm p 0.31, MDE 0.92'
         >>> change_text({**row, "p_holm": 0.004}, unit="").replace(NBSP, " ")  # significant: no MDE
-        '+0.85 [-0.10, +1.80], Holm p 0.004'
+        '+0.85, unadjusted CI [-0.10, +1.80], Holm p 0.004'
     """
     unit = f" {unit}" if unit else ""
     text = (
-        f"{signed_text(scale * row['delta'], digits)}{unit} "
+        f"{signed_text(scale * row['delta'], digits)}{unit}, unadjusted CI "
         + interval(scale * row["delta_ci_low"], scale * row["delta_ci_high"], digits)
         + f", Holm p {p_text(row['p_holm'])}"
     )
@@ -248,7 +248,7 @@ def comparison_table(
         delta_header: header of the difference column.
         raw_p: also show the uncorrected p-value (the book reports Holm's, the family's).
         wtl: show wins / ties / losses.
-        mde: show the minimal detectable effect (80% power, unadjusted 5% level) beside each
+        mde: show the minimal detectable effect (80% power at 5% / m, m the Holm family's size) beside each
             result that is not significant after Holm (where the table has it); "—" where it is 0
             (the two systems agree on every question: the bootstrap has no spread).
         mde_header: header of the MDE column; by default "MDE" with the unit the difference

@@ -53,6 +53,7 @@ __all__ = [
     "compare_family",
     "compare_to_baseline",
     "constant_quality_by_subset",
+    "constant_predictions",
     "constant_rating_quality",
     "feedback_pairs",
     "freezing_effect",
@@ -465,6 +466,30 @@ def constant_rating_quality(distribution: Sequence[float], items: pd.DataFrame) 
     """
     predicted = np.tile(np.asarray(distribution, dtype=float), (len(items), 1))
     return rating_quality(predicted, items[RATING_COLUMNS].to_numpy(), items["majority"].tolist())
+
+
+def constant_predictions(distribution: Sequence[float], items: pd.DataFrame, name: str = "prior") -> pd.DataFrame:
+    """One distribution predicted for every item, as ``rating_predictions.parquet`` rows (seed 0).
+
+    So a constant (the training label prior) enters the same paired tests as the rerankers.
+
+    Args:
+        distribution: P(y) over Bad .. Excellent.
+        items: Rows with ``domain`` and ``item_id`` (e.g. :func:`~fqa_analysis.core.ratings.item_ratings`).
+        name: The ``reranker`` value of the rows.
+
+    Example:
+        >>> items = pd.DataFrame({"domain": ["A", "B"], "item_id": [3, 5]})
+        >>> rows = constant_predictions([0.4, 0.1, 0.1, 0.4], items)
+        >>> rows[["reranker", "seed", "domain", "item_id", "p_bad", "p_excellent"]].values.tolist()
+        [['prior', 0, 'A', 3, 0.4, 0.4], ['prior', 0, 'B', 5, 0.4, 0.4]]
+    """
+    if len(distribution) != len(RATING_COLUMNS):
+        raise ValueError(f"a rating distribution has {len(RATING_COLUMNS)} entries, got {len(distribution)}")
+    rows = items[["domain", "item_id"]].reset_index(drop=True).assign(reranker=name, seed=0)
+    for column, p in zip(RATING_COLUMNS, distribution, strict=True):
+        rows[column] = float(p)
+    return rows[["reranker", "seed", "domain", "item_id", *RATING_COLUMNS]]
 
 
 def rating_quality_table(joined: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
