@@ -232,7 +232,7 @@ if READY:
             "training prior": prior,
         }.items()
     }
-    print("training prior (Bad .. Excellent):", prior.round(3).tolist())
+    print("training prior: " + ", ".join(f"{r} {v:.3f}" for r, v in zip(LABELS, prior, strict=True)))
     display(pd.DataFrame(rows).T.round(3).rename(columns=HEADERS).rename_axis("constant predictor"))
 
 
@@ -278,7 +278,10 @@ if READY:
 # %% tags=["hide-input"]
 if READY:
     print(tests.attrs["signature"])
-    print("items per subset:", tests.drop_duplicates("subset").set_index("subset")["n"].to_dict())
+    print(
+        "items per subset: "
+        + ", ".join(f"{k} {n:,}" for k, n in tests.drop_duplicates("subset").set_index("subset")["n"].items())
+    )
     for metric, header, unit in (("kl", "KL (nats)", "nats"), ("correct", "argmax accuracy", "share")):
         print(f"{header}, each cross-entropy loss against feedback_kl:")
         part = tests[tests["metric"] == metric]

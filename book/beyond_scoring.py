@@ -151,7 +151,7 @@ plt.show()
 # %% [markdown]
 # ### P(Excellent): the reranker's probability
 #
-# A rating temperature is fitted for every trained reranker (variant x seed) on its own model-selection pairs, the held-out questions it already chose its epoch on (minimum cross-entropy to the held-out ratings; `vanilla`'s selection pairs are pseudo-rated: gold Excellent, negatives Bad). T > 1 means the model was over-confident. Then the rating quality on feedback_test (1,995 items, never trained on), before and after, mean over seeds:
+# A rating temperature is fitted for every trained reranker (variant × seed) on its own model-selection pairs, the held-out questions it already chose its epoch on (minimum cross-entropy to the held-out ratings; `vanilla`'s selection pairs are pseudo-rated: gold Excellent, negatives Bad). T > 1 means the model was over-confident. Then the rating quality on feedback_test (1,995 items, never trained on), before and after, mean over seeds:
 
 # %% tags=["hide-input"]
 if TEMPERATURES:

@@ -98,11 +98,12 @@ counts.drop(columns="paper").set_index(["kind", "domain", "split"]).rename(
 # %% [markdown]
 # ### What is missing here, and what it changes
 #
-# Three per-domain `feedback_train` files (Australia, CDC/US, UK) and the combined release files are not in the data folder this book is built from. The paper trains its rerankers on all four `feedback_train` files; here only WHO's exists, so the `available` protocol trains on WHO `feedback_train` plus the four `feedback_valid` files. With the full files in the data folder the `paper` protocol is used automatically. The notes of the check:
+# Three per-domain `feedback_train` files (Australia, CDC/US, UK) and the combined release files are not in the data folder this book is built from. The paper trains its rerankers on all four `feedback_train` files; here only WHO's exists, so the `available` protocol pools WHO `feedback_train` and the four `feedback_valid` files and trains on 80% of their questions (the other 20% of each domain's questions choose epochs and settings). With the full files in the data folder the `paper` protocol is used automatically. The notes of the check:
 
 # %% tags=["hide-input"]
 for note in report.notes:
-    print(note)
+    # the check's console note points at the architecture document; here the paragraph above says it
+    print(note.replace(" (ARCHITECTURE.md#training-protocols)", ""))
 
 # %% [markdown]
 # ## Rating labels
@@ -141,7 +142,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# How far apart an item's ratings lie (highest minus lowest rating, in steps of the 0-3 scale), as a share of all rated items; a KL loss against the annotators' distribution (rather than a single majority label) is meant to respect this spread. The majority label's tie rule: with two annotators who disagree there is no majority, and `ratings.majority_label` takes the lower rating (`tie="lower"`). Below it, the unanimous share per split.
+# How far apart an item's ratings lie (highest minus lowest rating, in steps of the 0-3 scale), as a share of all rated items; a KL loss against the annotators' distribution (rather than a single majority label) is meant to respect this spread. The majority label's tie rule: where no rating has more votes than every other (two annotators who disagree, or three who all differ), the majority label is the lowest of the tied ratings. Below it, the unanimous share per split.
 
 # %% tags=["hide-input"]
 spread = ratings.rating_spread(feedback)
@@ -149,7 +150,12 @@ print(
     f"ratings one step apart on {spread[1]:.0%} of the items, two or three steps apart on "
     f"{spread[2] + spread[3]:.0%}"
 )
-display(spread.rename("share of items").to_frame().T.rename(columns=lambda k: f"{k} steps").round(3))
+display(
+    spread.rename("share of items")
+    .to_frame()
+    .T.rename(columns=lambda k: f"{k} step{'' if k == 1 else 's'}")
+    .round(3)
+)
 
 # %% tags=["hide-input"]
 items.groupby("split")["unanimous"].agg(["mean", "size"]).rename(

@@ -107,6 +107,20 @@ if len(policies) and "reference: retrieval_same_rating" in reference.index:
             f"the chooser's policies reach a similarity of at most {policies['embedding_sim'].max():.3f} "
             f"against retrieval's {bar:.3f}"
         )
+    # a lever outside the rule's policies that does pass retrieval's similarity: say what it loses instead
+    outside = levers[
+        (levers["policy"].fillna("").astype(str) == "")
+        & ~levers["lever"].str.startswith("reference:")
+        & (levers["embedding_sim"] >= bar)
+    ]
+    for _, row in outside.iterrows():
+        lost = [
+            f"{r} ({row[f'consistent_{r}']:.2f})" for r in RATINGS if row[f"consistent_{r}"] < classifier[r]
+        ]
+        misses.append(
+            f"'{row['lever']}', not one of the rule's policies, reaches {row['embedding_sim']:.3f} but falls "
+            f"below the humans' consistency on {', '.join(lost) if lost else 'no rating'}"
+        )
 ADOPTION_MISS = "; ".join(misses) or (
     "no single policy met every bar at once" if len(policies) else "no policy measured"
 )
@@ -163,7 +177,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # %% [markdown]
 # ## How human-like: the metric table
 #
-# Mean x 100 over items with a 95% percentile bootstrap interval (B = 10,000, resampled within domains). The `human` row is each annotator against the other two, averaged over an item's annotators.
+# Mean × 100 over items with a 95% percentile bootstrap interval (B = 10,000, resampled within domains). The `human` row is each annotator against the other two, averaged over an item's annotators.
 
 # %% tags=["hide-input"]
 long = []

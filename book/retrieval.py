@@ -37,7 +37,7 @@ from fqa_analysis.core.failures import failure_examples
 from fqa_analysis.core.metrics import accuracy_with_ci, ranking_metrics, recall_curve
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_recall_curves, plot_reliability
-from fqa_analysis.core.report import ci_table, comparison_table, markdown_records, p_text
+from fqa_analysis.core.report import ci_table, comparison_table, markdown_records, p_text, signed_text
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir, stage_cost
 from fqa_analysis.core.scoring import select_top1
 
@@ -55,7 +55,20 @@ feedback_outcomes = outcomes[outcomes["domain"].isin(data.FEEDBACK_DOMAINS)]
 comparison = compare(feedback_outcomes, system="rqa", baseline="bm25", commit=stage["git_commit"])
 feedback_ranks = ranks[ranks["domain"].isin(data.FEEDBACK_DOMAINS)]
 curve = recall_curve(feedback_ranks, range(1, 21), by=["rqa"])
-timings = pd.DataFrame(stage["timings"]).T[["compute_s", "wall_s", "from_cache", "peak_rss_mb"]]
+timings = (
+    pd.DataFrame(stage["timings"])
+    .T[["compute_s", "wall_s", "from_cache", "peak_rss_mb"]]
+    .assign(from_cache=lambda t: t["from_cache"].map({True: "yes", False: "no"}))
+    .rename(
+        columns={
+            "compute_s": "compute (s)",
+            "wall_s": "wall (s)",
+            "from_cache": "read from cache",
+            "peak_rss_mb": "peak memory (MB)",
+        }
+    )
+    .rename_axis("step")
+)
 
 # %% [markdown]
 # ## Findings
@@ -76,7 +89,8 @@ lines = [
         for s, row in by.xs("overall (micro)", level="test_set").reindex(SYSTEMS).iterrows()
     )
     + f". The paper's BERT poly-encoder: {paper}.",
-    f"The best system, {best}, is {100 * micro[best] - paper:+.1f} points from the paper's RQA (micro); "
+    f"The best system, {best}, is {abs(100 * micro[best] - paper):.1f} points "
+    f"{'above' if micro[best] * 100 >= paper else 'below'} the paper's RQA (micro); "
     + "against bm25: "
     + ", ".join(
         f"{s} {100 * cmp.loc[s, 'delta']:+.1f} points (Holm p {p_text(cmp.loc[s, 'p_holm'])})"
@@ -116,10 +130,13 @@ pd.DataFrame(
     {
         "ours": (100 * overall["accuracy"]).round(2).to_numpy(),
         "paper": paper,
-        "difference": (100 * overall["accuracy"] - paper).round(2).to_numpy(),
-        "paper inside our 95% CI": (
-            (100 * overall["ci_low"] <= paper) & (paper <= 100 * overall["ci_high"])
-        ).to_numpy(),
+        "difference": [signed_text(d) for d in (100 * overall["accuracy"] - paper).to_numpy()],
+        "paper inside our 95% CI": [
+            "yes" if inside else "no"
+            for inside in (
+                (100 * overall["ci_low"] <= paper) & (paper <= 100 * overall["ci_high"])
+            ).to_numpy()
+        ],
     },
     index=pd.MultiIndex.from_arrays(
         [overall["system"], overall["test_set"].str.replace("overall ", "")], names=["RQA", "average"]
@@ -160,7 +177,9 @@ for name, group in feedback_ranks.groupby("rqa", sort=False):
     for view, column in (("pooled corpus", "gold_rank_pooled"), ("domain pools", "gold_rank")):
         rows.append({"rqa": name, "view": view, **ranking_metrics(group[column])})
 pooled = pd.DataFrame(rows).set_index(["rqa", "view"]).reindex(SYSTEMS, level=0).rename_axis(["RQA", "view"])
-pooled[["p@1", "ndcg@10", "recall@5"]].mul(100).round(2).join(pooled["n"].astype(int).rename("questions"))
+pooled[["p@1", "ndcg@10", "recall@5"]].mul(100).round(2).rename(
+    columns={"p@1": "P@1", "ndcg@10": "nDCG@10"}
+).join(pooled["n"].astype(int).rename("questions"))
 
 # %% [markdown]
 # ## What the temperatures do
@@ -187,8 +206,8 @@ pd.DataFrame(
 hybrid = stage["systems"].get("hybrid", {}).get("fit", {})
 if hybrid:
     print(
-        f"hybrid: w = {hybrid['weight']} on BM25, part temperatures (minilm_ft, bm25) = "
-        f"{[round(t, 4) for t in hybrid['temperatures']]}; valid acc@1 at w = 0 (minilm_ft alone) "
+        f"hybrid: w = {hybrid['weight']} on BM25, part temperatures: minilm_ft "
+        f"{hybrid['temperatures'][0]:.4f}, bm25 {hybrid['temperatures'][1]:.4f}; valid acc@1 at w = 0 (minilm_ft alone) "
         f"{hybrid['valid_acc1_by_weight']['0.0']:.4f}, at the chosen w "
         f"{hybrid['valid_acc1_by_weight'][str(hybrid['weight'])]:.4f}"
     )
@@ -222,17 +241,41 @@ feedback_rows = rqa_rows[rqa_rows["domain"].isin(data.FEEDBACK_DOMAINS)]
 data_dir = data.resolve_data_dir(None)
 splits = {(d, "test"): data.load_qa_split(data_dir, d, "test") for d in data.FEEDBACK_DOMAINS}
 failures = failure_examples(feedback_rows, ranks, splits, best, n=6, seed=3)
-display(Markdown(markdown_records(failures, "question", ["domain", "answered", "gold", "gold_rank"])))
+display(
+    Markdown(
+        markdown_records(
+            failures.rename(columns={"gold_rank": "gold rank"}),
+            "question",
+            ["domain", "answered", "gold", "gold rank"],
+        )
+    )
+)
 
 # %% [markdown]
 # ## Cost of the stage
 #
-# Per step of `fqa run rqa` on this 2-core machine, from `results/manifest.json`: `compute_s` is what computing the step cost (carried over when a later run read it from the cache), `wall_s` the last run's time, `peak_rss_mb` the last run's peak memory.
+# Per step of `fqa run rqa` on a 2-core CPU, from `results/manifest.json`: *compute (s)* is what computing the step cost (a step read from the cache keeps the compute it cost when it was computed), *wall (s)* the time the step took in the run that wrote these results, *peak memory (MB)* that run's peak.
 
 # %% tags=["hide-input"]
 print(f"whole stage: {stage_cost(stage)[0]:.1f} min of compute")
 timings
 
+# %% [markdown]
+# Fine-tuning MiniLM (`minilm_ft`), per epoch: the training loss, the accuracy@1 on the QA-valid questions (the epoch with the best one is kept) and the epoch's wall time.
+
 # %% tags=["hide-input"]
 fit = stage["systems"].get("minilm_ft", {}).get("fit", {})
-pd.DataFrame(fit.get("epochs", [])).set_index("epoch") if fit else "minilm_ft not run"
+(
+    pd.DataFrame(fit.get("epochs", []))
+    .set_index("epoch")
+    .round(3)
+    .rename(
+        columns=lambda c: {
+            "train_loss": "training loss",
+            "valid_acc1": "QA-valid acc@1",
+            "wall_s": "wall (s)",
+        }.get(c, c)
+    )
+    if fit
+    else "minilm_ft not run"
+)
