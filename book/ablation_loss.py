@@ -225,18 +225,13 @@ if READY:
     )
     prior = rating_prior([it.ratings for it in fit_items])
     top = pd.Series([majority_label(it.ratings) for it in fit_items]).value_counts().idxmax()
-    rows = {
-        name: constant_rating_quality(row, items)
-        for name, row in {
-            f"always {top}": np.eye(4)[LABELS.index(top)] * (1 - 4e-6) + 1e-6,
-            "training prior": prior,
-        }.items()
-    }
+    rows_dist = {f"always {top}": np.eye(4)[LABELS.index(top)] * (1 - 4e-6) + 1e-6, "training prior": prior}
+    rows = {name: constant_rating_quality(row, items) for name, row in rows_dist.items()}
     print("training prior: " + ", ".join(f"{r} {v:.3f}" for r, v in zip(LABELS, prior, strict=True)))
     display(pd.DataFrame(rows).T.round(3).rename(columns=HEADERS).rename_axis("constant predictor"))
 
 
-# %% mystnb={"figure": {"caption": "Rating quality on feedback_test per training loss, on all items and by annotator agreement; bars are seed means, error bars the sd over seeds; the dashed line is the training prior predicted for every item; `vanilla` (trained on pseudo-ratings, its KL in the table above) is left out so that the others' bars stay readable. Top: KL from the annotators' distribution to P_phi (lower is better); bottom: share of items whose argmax is the majority label."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Rating quality on feedback_test per training loss, on all items and by annotator agreement; bars are seed means, error bars the sd over seeds; the dashed line is the training prior predicted for every item, the dotted red line (bottom) always predicting the most frequent training label; `vanilla` (trained on pseudo-ratings, its KL in the table above) is left out so that the others' bars stay readable. Top: KL from the annotators' distribution to P_phi (lower is better); bottom: share of items whose argmax is the majority label."}} tags=["hide-input"]
 if READY:
     # `vanilla` learned pseudo-ratings (gold Excellent, negatives Bad), not the annotators': its KL,
     # in the table above, is about three times the others' and would flatten every other bar
@@ -261,9 +256,19 @@ if READY:
         )
         plot_grouped_bars(frame, "subset", "reranker", metric, error="sd", ax=ax, legend=False)
         # what the curves are judged against: the training prior predicted for every item
-        constant = constant_quality_by_subset(prior, items).reindex(list(dict.fromkeys(frame["subset"])))
+        order = list(dict.fromkeys(frame["subset"]))
+        constant = constant_quality_by_subset(prior, items).reindex(order)
         mark_group_levels(ax, constant[metric].tolist(), "training prior (constant)")
+    # argmax accuracy has a stronger constant: always the most frequent training label (its KL is unbounded)
+    always = constant_quality_by_subset(rows_dist[f"always {top}"], items).reindex(order)
+    mark_group_levels(
+        axes[1], always["accuracy"].tolist(), f"always {top} (constant)", linestyle=":", color="tab:red"
+    )
     axes[0].legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    # the lower panel's legend: its two constants only (the rerankers' colours are in the upper legend)
+    handles, labels = axes[1].get_legend_handles_labels()
+    keep = [(h, lab) for h, lab in zip(handles, labels, strict=True) if "constant" in lab]
+    axes[1].legend(*zip(*keep, strict=True), frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes[0].set_ylabel("KL to the annotators, nats\n(lower is better)")
     axes[1].set_ylabel("share: argmax = majority")
     plt.tight_layout()

@@ -42,7 +42,7 @@ from fqa_analysis.core.calibration import (
 )
 from fqa_analysis.core.compare import compare, estimate
 from fqa_analysis.core.experiments import item_outcomes
-from fqa_analysis.core.plots import plot_lines, plot_reliability
+from fqa_analysis.core.plots import plot_lines, plot_reliability, system_color
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import (
     breakable,
@@ -139,12 +139,14 @@ calib.assign(
     ["temperature", "n", "mean_confidence", "accuracy", "ECE", "95% CI"]
 ].rename(columns={"mean_confidence": "mean top-1 P", "accuracy": "accuracy@1", "n": "questions"}).round(3)
 
-# %% mystnb={"figure": {"caption": "Reliability of the hybrid system's top-1 P_theta on the test questions, at the fitted temperature (left) and at T = 1 (right); points sized by questions per bin."}} tags=["hide-input"]
-fig, axes = plt.subplots(1, 2, figsize=(8, 4))
-hybrid = {name: c[c["rqa"] == "hybrid"] for name, c in conf.items()}
-for ax, (name, c) in zip(axes, hybrid.items(), strict=True):
-    plot_reliability(c["confidence"], c["correct"], "hybrid", ax=ax)
-    ax.set_title(f"hybrid, P_theta at {name}")
+# %% mystnb={"figure": {"caption": "Reliability of the top-1 P_theta on the test questions at the fitted temperature (left) and at T = 1 (right), for the hybrid system (top) and fine-tuned MiniLM (bottom, the system whose calibration T = 1 changes most: its scores are cosine similarities, so at T = 1 the softmax spreads over the whole passage pool and every question's top-1 P_theta lies near 0, one point at the left); points sized by questions per bin."}} tags=["hide-input"]
+SHOWN_RQA = [r for r in ("hybrid", "minilm_ft") if r in SYSTEMS]
+fig, axes = plt.subplots(len(SHOWN_RQA), 2, figsize=(9, 4.2 * len(SHOWN_RQA)), squeeze=False)
+for row, rqa in zip(axes, SHOWN_RQA, strict=True):
+    for ax, (name, c) in zip(row, conf.items(), strict=True):
+        part = c[c["rqa"] == rqa]
+        plot_reliability(part["confidence"], part["correct"], rqa, ax=ax)
+        ax.set_title(f"{rqa}, P_theta at {name}")
 plt.tight_layout()
 plt.show()
 
@@ -313,31 +315,49 @@ if SELECTION_NOTE:
 #
 # S = (1 - w) P_theta + w P(Excellent), w = 0, 0.05, ..., 1 (P_theta at its fitted temperature). w = 0 is the RQA alone, w = 0.5 the paper's sum, w = 1 the reranker alone. Accuracy per RQA system and reranker, seed-averaged; the band is a 95% bootstrap CI (B = 10,000) shown for the hybrid system:
 
-# %% mystnb={"figure": {"caption": "Accuracy@1 (overall, micro) of S = (1 - w) P_theta + w P(Excellent) against w, per RQA system (panels) and reranker (lines; dashed: trained from MiniLM), seed-averaged; the band on the hybrid panel is a 95% bootstrap CI; the dotted line marks the paper's sum (w = 0.5)."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Accuracy@1 (overall, micro, %) of S = (1 - w) P_theta + w P(Excellent) against w, per reranker (lines; dashed: trained from MiniLM), seed-averaged. Top: the hybrid system for w up to 0.9, with 95% bootstrap bands for vanilla and combined and the hybrid system alone (dashed black); below: the other RQA systems over the whole range (each panel its own y scale). The dotted line marks the paper's sum (w = 0.5)."}} tags=["hide-input"]
 W = np.round(np.arange(0, 1.0001, 0.05), 2)
 curve = weight_curve(candidates, W)
 means = curve.groupby(["rqa", "reranker", "w"], sort=False)["correct"].mean().reset_index()
 hybrid_ci = estimate(curve[curve["rqa"] == "hybrid"], ["reranker", "w"])
-# two panels a row, so that each reads at page width
-n_rows = (len(SYSTEMS) + 1) // 2
-fig, axes = plt.subplots(n_rows, 2, figsize=(11, 3.8 * n_rows), sharey=False, squeeze=False)
-for ax in axes.flat[len(SYSTEMS) :]:
-    ax.set_visible(False)
-for ax, rqa in zip(axes.flat, SYSTEMS, strict=False):
-    if rqa == "hybrid":
-        plot_lines(hybrid_ci, "w", "mean", "reranker", "ci_low", "ci_high", ax=ax)
-    else:
-        plot_lines(means[means["rqa"] == rqa], "w", "correct", "reranker", ax=ax)
-    ax.axvline(0.5, color="grey", linestyle=":", linewidth=1)
-    ax.set_title(rqa)
-    ax.set_ylabel("accuracy@1 (overall, micro)")
-# one legend for every panel, below them, so that no legend covers a curve
-handles, labels = axes.flat[0].get_legend_handles_labels()
-for ax in list(axes.flat)[: len(SYSTEMS)]:
-    ax.get_legend().remove()
-fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0))
-plt.tight_layout(rect=(0, 0.07 * 2 / n_rows, 1, 1))
-plt.show()
+# The hybrid system on its own full-width panel, zoomed to w <= 0.9 where the rerankers differ by a point or
+# two (w = 1, the reranker alone, is in the other chapters' tables); the others below, whole range.
+HYBRID_BANDS = [r for r in ("vanilla", "combined") if r in set(hybrid_ci["reranker"])]
+others = [r for r in SYSTEMS if r != "hybrid"]
+with plt.rc_context({"font.size": 11}):
+    fig = plt.figure(figsize=(11, 8.6))
+    grid = fig.add_gridspec(2, max(len(others), 1), height_ratios=[1.25, 1])
+    top = fig.add_subplot(grid[0, :])
+    zoom = hybrid_ci[hybrid_ci["w"] <= 0.9].copy()
+    zoom[["mean", "ci_low", "ci_high"]] *= 100
+    plot_lines(zoom, "w", "mean", "reranker", ax=top)
+    for r in HYBRID_BANDS:  # two bands, not eight: the rest would merge into one grey mass
+        band = zoom[zoom["reranker"] == r].sort_values("w")
+        top.fill_between(
+            band["w"], band["ci_low"], band["ci_high"], color=system_color(r), alpha=0.15, linewidth=0
+        )
+    alone = 100 * means[(means["rqa"] == "hybrid") & (means["w"] == 0)]["correct"].iloc[0]
+    top.axhline(alone, color="black", linewidth=1, linestyle="--")
+    top.text(0.9, alone, " hybrid alone", va="bottom", ha="right", fontsize=10)
+    top.axvline(0.5, color="grey", linestyle=":", linewidth=1)
+    top.set_title(f"hybrid (w up to 0.9; bands: 95% CI of {' and '.join(HYBRID_BANDS)})")
+    top.set_ylabel("accuracy@1 (%)")
+    top.set_xlabel("w")
+    handles, labels = top.get_legend_handles_labels()
+    top.get_legend().remove()
+    for i, rqa in enumerate(others):
+        ax = fig.add_subplot(grid[1, i])
+        sub = means[means["rqa"] == rqa].assign(correct=lambda t: 100 * t["correct"])
+        plot_lines(sub, "w", "correct", "reranker", ax=ax)
+        ax.get_legend().remove()
+        ax.axvline(0.5, color="grey", linestyle=":", linewidth=1)
+        ax.set_title(rqa)
+        ax.set_xlabel("w")
+        ax.set_ylabel("accuracy@1 (%)" if i == 0 else "")
+    # one legend for every panel, below them, so that no legend covers a curve
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0))
+    plt.tight_layout(rect=(0, 0.08, 1, 1))
+    plt.show()
 
 # %% [markdown]
 # Where the sum lies, and how stable the best weight is: the best w overall (ties go to the w nearest 0.5), its accuracy and the sum's (accuracy in %; the RQA alone is in the main table of {doc}`reranking`), then the best w chosen on each domain alone (Australia/CDC/UK/WHO) and on each seed alone (in seed order):
@@ -422,29 +442,33 @@ print(
 #
 # The paper reranks the RQA's top 5. `fqa run beyond` scores the hybrid system's top 20 with the `combined` reranker, the paper's best reranker (every seed it has; ranks 1..5 are the very numbers of `candidates.parquet`). Accuracy of reranking the top k with the paper's sum, k = 1 (the RQA alone) .. 20, against the ceiling a perfect reranker would reach: recall@k, the share of questions whose gold passage is within the top k.
 
-# %% mystnb={"figure": {"caption": "Accuracy@1 of reranking the hybrid system's top k with the paper's sum (combined reranker, seed-averaged, 95% bootstrap band) against recall@k, the ceiling a perfect reranker would reach; the dotted vertical line marks the paper's k = 5."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Left: accuracy@1 (%) of reranking the hybrid system's top k with the paper's sum (per reranker, seed-averaged, 95% bootstrap band) against the hybrid system alone (dashed). Right: recall@k (%), the ceiling a perfect reranker would reach. The dotted vertical line marks the paper's k = 5."}} tags=["hide-input"]
 if DEPTH:
     K = list(range(1, 21))
     depth = depth_curve(deep, K)
     acc_k = estimate(depth, ["reranker", "depth"])
     first = depth[(depth["reranker"] == depth["reranker"].iloc[0]) & (depth["seed"] == depth["seed"].iloc[0])]
     ceiling = estimate(first.drop(columns="seed"), ["depth"], value="ceiling")
-    ax = plot_lines(acc_k, "depth", "mean", "reranker", "ci_low", "ci_high")
-    plot_lines(
-        ceiling.assign(system="recall@k (ceiling)"),
-        "depth",
-        "mean",
-        "system",
-        "ci_low",
-        "ci_high",
-        ax=ax,
-        linestyle=":",
-    )
-    ax.axvline(5, color="grey", linestyle=":", linewidth=1)
-    ax.set_xticks(K[::2] + [20] if 20 not in K[::2] else K[::2])
-    ax.set_xlabel("k (candidates reranked)")
-    ax.set_ylabel("accuracy@1 / recall@k (overall, micro)")
-    ax.set_title("hybrid RQA")
+    # two panels: accuracy moves by a point or two, recall@k by tens; one y axis would flatten the first
+    fig, (ax, ax_ceiling) = plt.subplots(1, 2, figsize=(11, 4))
+    pct = acc_k.copy()
+    pct[["mean", "ci_low", "ci_high"]] *= 100
+    plot_lines(pct, "depth", "mean", "reranker", "ci_low", "ci_high", ax=ax)
+    alone = 100 * depth[depth["depth"] == 1]["ceiling"].mean()  # k = 1: the RQA's own first answer
+    ax.axhline(alone, color="black", linewidth=1, linestyle="--", label="hybrid alone")
+    ax.set_ylabel("accuracy@1 (%)")
+    ax.set_title("reranking the hybrid system's top k")
+    ax.legend(frameon=False, fontsize="small")
+    ceiling_pct = ceiling.assign(system="recall@k (ceiling)")
+    ceiling_pct[["mean", "ci_low", "ci_high"]] *= 100
+    plot_lines(ceiling_pct, "depth", "mean", "system", "ci_low", "ci_high", ax=ax_ceiling, linestyle=":")
+    ax_ceiling.set_ylabel("recall@k (%)")
+    ax_ceiling.set_title("the ceiling: gold among the top k")
+    for a in (ax, ax_ceiling):
+        a.axvline(5, color="grey", linestyle=":", linewidth=1)
+        a.set_xticks([k for k in (1, 5, 10, 15, 20) if k <= max(K)])
+        a.set_xlabel("k (candidates reranked)")
+    plt.tight_layout()
     plt.show()
 
 # %% tags=["hide-input"]

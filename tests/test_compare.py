@@ -48,7 +48,9 @@ def test_numbers_are_the_paired_bootstraps() -> None:
 def test_mde_is_taken_at_the_level_holm_asks_of_the_family() -> None:
     # two groups, Holm over the table (m = 2): each MDE at 5% / 2, as paired_bootstrap gives it
     whole = compare(_two_groups(), system="s", baseline="base", within=["g"], n_resamples=500, seed=4)
-    per = compare(_two_groups(), system="s", baseline="base", within=["g"], family="within", n_resamples=500, seed=4)
+    per = compare(
+        _two_groups(), system="s", baseline="base", within=["g"], family="within", n_resamples=500, seed=4
+    )
     block = _two_groups().query("g == 'a'")
     wide = pd.DataFrame({s: block[block["s"] == s]["correct"].to_numpy() for s in ("base", "new")})
     at_half = paired_bootstrap(wide, "base", ["D/test"] * 40, n_resamples=500, seed=4, mde_alpha=0.025)

@@ -8,6 +8,7 @@ Bad through blue for Excellent); systems get one fixed colour each through
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -283,18 +284,27 @@ def plot_grouped_bars(
     return ax
 
 
-def mark_group_levels(ax: Axes, levels: Sequence[float], label: str, width: float = 0.8) -> Axes:
-    """A dashed level across each group of :func:`plot_grouped_bars` (e.g. a constant baseline).
+def mark_group_levels(
+    ax: Axes,
+    levels: Sequence[float],
+    label: str,
+    width: float = 0.8,
+    linestyle: Literal["-", "--", "-.", ":"] = "--",
+    color: str = "black",
+) -> Axes:
+    """A level across each group of :func:`plot_grouped_bars` (e.g. a constant baseline).
 
     Args:
         ax: The grouped bars' axes.
         levels: One value per group, in the groups' order.
         label: The legend entry (drawn once).
         width: The span of a group's bars.
+        linestyle: The level's line style (a second baseline on the same axes takes another).
+        color: The level's colour.
     """
     for i, level in enumerate(levels):
         # "_" names hide the repeats from the legend: one entry for all groups
-        ax.hlines(level, i - width / 2, i + width / 2, colors="black", linestyles="--", linewidth=1.2,
+        ax.hlines(level, i - width / 2, i + width / 2, colors=color, linestyles=linestyle, linewidth=1.2,
                   label=label if i == 0 else f"_{label}")  # fmt: skip
     return ax
 

@@ -52,8 +52,8 @@ __all__ = [
     "ceiling_share",
     "compare_family",
     "compare_to_baseline",
-    "constant_quality_by_subset",
     "constant_predictions",
+    "constant_quality_by_subset",
     "constant_rating_quality",
     "feedback_pairs",
     "freezing_effect",
@@ -468,7 +468,9 @@ def constant_rating_quality(distribution: Sequence[float], items: pd.DataFrame) 
     return rating_quality(predicted, items[RATING_COLUMNS].to_numpy(), items["majority"].tolist())
 
 
-def constant_predictions(distribution: Sequence[float], items: pd.DataFrame, name: str = "prior") -> pd.DataFrame:
+def constant_predictions(
+    distribution: Sequence[float], items: pd.DataFrame, name: str = "prior"
+) -> pd.DataFrame:
     """One distribution predicted for every item, as ``rating_predictions.parquet`` rows (seed 0).
 
     So a constant (the training label prior) enters the same paired tests as the rerankers.
