@@ -478,6 +478,8 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # - {doc}`beyond_feedback`: beyond the paper, part II: learning curves of the feedback reranker (10% to
 #   100% of the feedback), leave-one-domain-out transfer against a size-matched control, and where the
 #   best system fails, with examples.
+# - {doc}`rerun` (appendix): how to rerun an ablation of your own: the steps on a fresh machine, the
+#   compute each command takes, and where its results go.
 
 # %% tags=["hide-input"]
 # which chapters show less than their stage plans: said here, so that a reader knows before opening them
