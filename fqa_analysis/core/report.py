@@ -84,15 +84,18 @@ def interval(low: float, high: float, digits: int = 2, signed: bool = True) -> s
 
 
 def p_text(p: float, digits: int = 2) -> str:
-    """A p-value for reading: ``digits`` significant digits, and one that rounds to 1 as "1.00".
+    """A p-value for reading: ``digits`` significant digits, trailing zeros kept, and 1 as "1.00".
+
+    Trailing zeros are kept so that a p in the text reads as the table's to the digits it has
+    (0.103 is "0.10", not "0.1").
 
     Example:
-        >>> [p_text(p) for p in (0.0004, 0.0312, 0.5, 0.996, 1.0)]
-        ['0.0004', '0.031', '0.5', '1.00', '1.00']
+        >>> [p_text(p) for p in (0.0004, 0.0312, 0.5, 0.103, 0.996, 1.0)]
+        ['0.00040', '0.031', '0.50', '0.10', '1.00', '1.00']
         >>> p_text(0.123456, digits=3), p_text(0.9996, digits=3)
         ('0.123', '1.00')
     """
-    text = f"{p:.{digits}g}"
+    text = f"{p:#.{digits}g}"
     return "1.00" if float(text) >= 1 else text
 
 
@@ -112,7 +115,7 @@ def change_text(row: Mapping[str, Any], scale: float = 100.0, digits: int = 2, u
         >>> change_text(row).replace(NBSP, " ")
         '+0.85 points, unadjusted CI [-0.10, +1.80], Holm p 0.31, MDE 0.92'
         >>> change_text({**row, "p_holm": 0.004}, unit="").replace(NBSP, " ")  # significant: no MDE
-        '+0.85, unadjusted CI [-0.10, +1.80], Holm p 0.004'
+        '+0.85, unadjusted CI [-0.10, +1.80], Holm p 0.0040'
     """
     unit = f" {unit}" if unit else ""
     text = (
@@ -261,7 +264,7 @@ def comparison_table(
         >>> t = pd.DataFrame([row]).set_index(["rqa", "reranker"])
         >>> shown = comparison_table(t, names=["RQA", "reranker"], raw_p=True)
         >>> shown.index.tolist(), shown.iloc[0].str.replace(NBSP, " ").tolist()
-        ([('bm25', 'kl')], ['43.32', '+0.49', '[-0.10, +1.10]', '0.123', '0.5', '3 / 9 / 1'])
+        ([('bm25', 'kl')], ['43.32', '+0.49', '[-0.10, +1.10]', '0.123', '0.500', '3 / 9 / 1'])
         >>> comparison_table(t, levels=["reranker"], wtl=False).columns.tolist()
         ['accuracy (%)', 'Δ (points)', '95% CI of Δ (unadjusted)', 'p (Holm)']
         >>> nulls = t.assign(mde=0.012)  # not significant after Holm: its MDE shown, in Δ's unit
