@@ -26,6 +26,7 @@
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
@@ -99,11 +100,26 @@ if READY:
     best_kl = means.loc[LOSSES, "kl"].idxmin()
     kl_rows = t.loc[("kl", "all")]
     better = [v for v, r in kl_rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] < 0]
+    # the bootstrap resamples items, not seeds: a difference below the seeds' own spread is flagged
+    kl_seeds = quality[(quality["reranker"] == "feedback_kl") & (quality["subset"] == "all")]["kl"]
+    seed_sd = float(kl_seeds.std()) if len(kl_seeds) > 1 else float("nan")
+    within_seeds = (
+        bool(better)
+        and bool(np.isfinite(seed_sd))
+        and bool((kl_rows.loc[better, "delta"].abs() < seed_sd).all())
+    )
     lines = [
         f"**Which loss?** The lowest KL to the annotators on feedback_test is `{best_kl}`'s "
         f"({means.loc[best_kl, 'kl']:.3f} nats, seed mean); "
         + (
-            f"{', '.join(f'`{v}`' for v in better)} significantly below `feedback_kl`'s."
+            f"{', '.join(f'`{v}`' for v in better)}'s {'is' if len(better) == 1 else 'are'} significantly below "
+            "`feedback_kl`'s"
+            + (
+                f" by less than the sd of `feedback_kl`'s KL across its seeds ({seed_sd:.3f}), so the "
+                "difference may be the seeds' rather than the losses'."
+                if within_seeds
+                else "."
+            )
             if better
             else "no cross-entropy loss is significantly below `feedback_kl`'s."
         )
@@ -159,6 +175,25 @@ if READY:
         )
         + "."
     )
+    # the plain answer first, from the same tests: does the loss matter for QA, and how much for ratings?
+    largest = kl_rows["delta"].abs().max()
+    lines.insert(
+        0,
+        "**In plain words:** the loss "
+        + (
+            "barely matters for QA accuracy"
+            if len(significant) <= len(qa_rows) // 4
+            else "matters for QA accuracy"
+        )
+        + f" (different from `feedback_kl` in {len(significant)} of {len(qa_rows)} (RQA, loss) pairs), and it "
+        f"moves the ratings' KL to the annotators by at most {largest:.3f} nats on all items "
+        f"(`feedback_kl`: {means.loc['feedback_kl', 'kl']:.3f}); "
+        + (
+            f"the lowest KL is `{best_kl}`'s."
+            if best_kl != "feedback_kl"
+            else "`feedback_kl` has the lowest KL."
+        ),
+    )
     # a rating model that predicts one rating for (almost) every item has learned the prior's mode
     top = predictions.assign(rating=predicted_rating(predictions)).groupby("reranker")["rating"]
     collapsed = {
@@ -210,7 +245,6 @@ if READY:
 # Two constant predictors put these numbers in context: always the most frequent majority label of the training feedback, and always the training feedback's average rating distribution (what a model that learned nothing about the pair would predict). Both use the training items of the rerankers only.
 
 # %% tags=["hide-input"]
-import numpy as np
 
 from fqa_analysis.core.ratings import LABELS, majority_label, rating_prior
 from fqa_analysis.core.reranking import constant_quality_by_subset, constant_rating_quality
