@@ -31,7 +31,7 @@ from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.core.report import breakable, change_text, ci_table, p_text, variety_table
 from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
-from fqa_analysis.core.text_metrics import corpus_bleu, distinct_share, variety
+from fqa_analysis.core.text_metrics import OPENING_WORDS, corpus_bleu, distinct_share, variety
 
 pd.set_option("display.max_colwidth", 120)
 RESULTS = results_dir()
@@ -125,7 +125,16 @@ ADOPTION_MISS = "; ".join(misses) or (
     "no single policy met every bar at once" if len(policies) else "no policy measured"
 )
 compute_min, _ = stage_cost(stage)
+# the plain answer first: does the generator follow its rating, read like people, and vary like them?
+gen_open = variety(gen["explanation"].tolist(), words=OPENING_WORDS)
+human_open = variety(humans["explanation"].tolist(), words=OPENING_WORDS)
+sim_word = "as close to" if sim["p_holm"] >= 0.05 else ("closer to" if sim["delta"] > 0 else "further from")
 lines = [
+    f"**In plain words:** the generator follows the rating it explains (at least as consistently as people "
+    f"for {len(met)} of 4 ratings) and is {sim_word} people's explanations as retrieving another person's "
+    f"explanation of a similar pair, but it repeats itself: its most common {OPENING_WORDS}-word opening "
+    f'("{gen_open["opening"]}") starts {gen_open["opening_share"]:.0%} of its explanations, people\'s '
+    f"{human_open['opening_share']:.0%}.",
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
     "rating), generator vs annotators: "
     + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATINGS)
