@@ -75,7 +75,7 @@ if READY:
     tests = loss_comparisons(per_item, baseline="feedback_kl", commit=stage["git_commit"])
     candidates = load_candidates(RESULTS)
     outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])
-    qa = compare_to_baseline(outcomes, baseline="feedback_kl")
+    qa = compare_to_baseline(outcomes, baseline="feedback_kl", commit=stage["git_commit"])
     print(
         f"{items.shape[0]} feedback_test items, {int(items['unanimous'].sum())} unanimous; "
         f"{predictions.groupby(['reranker', 'seed']).ngroups} reranker runs"

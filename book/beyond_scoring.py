@@ -231,7 +231,7 @@ if TEMPERATURES:
             digits=4,
             mean_header="KL scaled",
             delta_header="Δ KL (nats)",
-        )
+        ).rename(columns={"W / T / L": "items: KL higher / equal / lower"})  # lower KL is better
     )
 
 
