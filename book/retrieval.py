@@ -95,6 +95,8 @@ lines = [
     + ("level with" if paper_inside else ("above" if 100 * micro[best] > paper else "below"))
     + f" the paper's RQA ({paper}%"
     + ("; inside our 95% CI)" if paper_inside else ")")
+    + f" on the micro average ({100 * by.loc[(best, 'overall (macro)'), 'accuracy']:.1f}% on the macro average; "
+    "the paper does not say which it reports)"
     + f"; the right passage is in its top 5 for {100 * r5[best]:.1f}% of them, so a perfect top-5 reranker "
     f"could add at most {100 * (r5[best] - micro[best]):.1f} points.",
     "Overall accuracy@1 of the RQA alone (four feedback domains, micro, 95% CI): "
