@@ -245,7 +245,6 @@ if READY:
 # Two constant predictors put these numbers in context: always the most frequent majority label of the training feedback, and always the training feedback's average rating distribution (what a model that learned nothing about the pair would predict). Both use the training items of the rerankers only.
 
 # %% tags=["hide-input"]
-
 from fqa_analysis.core.ratings import LABELS, majority_label, rating_prior
 from fqa_analysis.core.reranking import constant_quality_by_subset, constant_rating_quality
 from fqa_analysis.models.reranker.pairs import feedback_item_sets
