@@ -33,7 +33,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, plot_reliability
 from fqa_analysis.core.ratings import item_ratings, predicted_rating
-from fqa_analysis.core.report import breakable, change_text, comparison_table, plus_minus
+from fqa_analysis.core.report import breakable, change_text, comparison_table, plus_minus, signed_text
 from fqa_analysis.core.reranking import (
     AGREEMENT_SUBSETS,
     compare_to_baseline,
@@ -192,6 +192,14 @@ if READY:
             f"the lowest KL is `{best_kl}`'s."
             if best_kl != "feedback_kl"
             else "`feedback_kl` has the lowest KL."
+        )
+        # a loss significantly better on one measure and worse on the other is a trade-off: say so
+        + "".join(
+            f" `{v}` trades one for the other: argmax accuracy {signed_text(acc_row['delta'], 3)} but KL "
+            f"{signed_text(r['delta'], 3)} nats against `feedback_kl` (both significant)."
+            for v, r in kl_rows.iterrows()
+            for acc_row in [t.loc[("correct", "all", v)]]
+            if r["p_holm"] < 0.05 and acc_row["p_holm"] < 0.05 and (r["delta"] > 0) == (acc_row["delta"] > 0)
         ),
     )
     # a rating model that predicts one rating for (almost) every item has learned the prior's mode

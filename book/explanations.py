@@ -29,7 +29,15 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import compare, estimate
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
 from fqa_analysis.core.ratings import LABELS
-from fqa_analysis.core.report import breakable, change_text, ci_table, p_text, variety_table
+from fqa_analysis.core.report import (
+    breakable,
+    change_text,
+    ci_table,
+    interval,
+    p_text,
+    signed_text,
+    variety_table,
+)
 from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
 from fqa_analysis.core.text_metrics import OPENING_WORDS, corpus_bleu, distinct_share, variety
 
@@ -270,8 +278,8 @@ for baseline in ("template", "retrieval_same_rating"):
                     "metric": NAMES[metric],
                     "explainer": name,
                     "mean": f"{r['mean']:.3f}",
-                    "Δ [95% CI, unadjusted]": f"{r['delta']:+.3f} "
-                    f"[{r['delta_ci_low']:+.3f}, {r['delta_ci_high']:+.3f}]",
+                    "Δ [95% CI, unadjusted]": f"{signed_text(r['delta'], 3)} "
+                    + interval(r["delta_ci_low"], r["delta_ci_high"], 3),
                     "Holm p": p_text(r["p_holm"], 3),
                     "MDE": f"{r['mde']:.3f}" if r["p_holm"] >= 0.05 and r["mde"] > 0 else "",
                     "of human": f"{r['mean'] / human_items[metric].mean():.0%}",
@@ -434,7 +442,7 @@ for rating in RATINGS:
 # %% [markdown]
 # ## Explaining the QA system's own answers
 #
-# What a user would see: the answer (seed 0) of the reranked system that had the highest overall accuracy in `results/` when the explain stage ran (named below the heading; the reranking chapter's table may since hold more runs), that reranker's predicted rating of the answer, and each explainer's explanation of that rating. A seeded sample:
+# What a user would see: the answer (seed 0) of the reranked system with the highest overall accuracy among the runs the explain stage read (named below the heading), that reranker's predicted rating of the answer, and each explainer's explanation of that rating. A seeded sample:
 
 # %% tags=["hide-input"]
 if stage["top1_system"]:
