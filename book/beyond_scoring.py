@@ -338,7 +338,9 @@ with plt.rc_context({"font.size": 11}):
         )
     alone = 100 * means[(means["rqa"] == "hybrid") & (means["w"] == 0)]["correct"].iloc[0]
     top.axhline(alone, color="black", linewidth=1, linestyle="--")
-    top.text(0.9, alone, " hybrid alone", va="bottom", ha="right", fontsize=10)
+    top.text(
+        0.01, alone - 0.1, "hybrid alone", va="top", ha="left", fontsize=10
+    )  # below the line, clear of curves
     top.axvline(0.5, color="grey", linestyle=":", linewidth=1)
     top.set_title(f"hybrid (w up to 0.9; bands: 95% CI of {' and '.join(HYBRID_BANDS)})")
     top.set_ylabel("accuracy@1 (%)")
@@ -576,10 +578,10 @@ plain = (
     "**In plain words:** tuning the weight of the sum on other domains "
     + (
         f"changes accuracy significantly only on {', '.join(helped_rqa)} "
-        f"({len(sig_tuned)} of {len(tuned_cmp)} runs, {signed_text(100 * sig_tuned['delta'].min())} to "
+        f"({len(sig_tuned)} of {len(tuned_cmp)} (RQA, reranker) pairs, {signed_text(100 * sig_tuned['delta'].min())} to "
         f"{signed_text(100 * sig_tuned['delta'].max())} points)"
         if helped_rqa
-        else f"changes accuracy significantly in none of the {len(tuned_cmp)} runs"
+        else f"changes accuracy significantly in none of the {len(tuned_cmp)} (RQA, reranker) pairs"
     )
     + (
         ", not on " + " or ".join(r for r in SYSTEMS if r not in helped_rqa)
@@ -590,7 +592,7 @@ plain = (
 if TEMPERATURES:
     t1 = shown_scaling[(shown_scaling["scaling"] == "P_theta at T=1") & (shown_scaling["p_holm"] < 0.05)]
     plain += "; the paper's literal P_theta at T = 1 " + (
-        f"changes {len(t1)} of {int((shown_scaling['scaling'] == 'P_theta at T=1').sum())} runs significantly, "
+        f"changes {len(t1)} of {int((shown_scaling['scaling'] == 'P_theta at T=1').sum())} (RQA, reranker) pairs significantly, "
         f"from {signed_text(100 * t1['delta'].min())} to {signed_text(100 * t1['delta'].max())} points"
         if len(t1)
         else "changes no run significantly"

@@ -323,8 +323,9 @@ gen = expl[expl["explainer"] == "generator"]
 # consistency alone flatters stock sentences: the line says how varied each is
 gen_var, human_var = variety(gen["explanation"].tolist()), variety(humans["explanation"].tolist())
 answers.append(
-    f"**Explanations.** The generator's explanations read as the rating they explain "
-    f"{gen['consistent'].mean():.0%} of the time (annotators {humans['consistent'].mean():.0%}), but largely "
+    f"**Explanations.** A rating classifier trained on people's explanations reads the generator's explanations "
+    f"as the rating they explain {gen['consistent'].mean():.0%} of the time (the annotators' own explanations of "
+    f"the same test items: {humans['consistent'].mean():.0%}), but largely "
     f'through stock sentences: "{gen_var["opening"]}" opens {gen_var["opening_share"]:.0%} of them, '
     f"while people's most common four-word opening opens {human_var['opening_share']:.0%} of theirs. "
     f"Embedding similarity to the annotators' explanations against the retrieval explainer: "
