@@ -119,7 +119,7 @@ plt.show()
 ratings.label_distribution(feedback).round(3).rename(columns={"n": "ratings"})
 
 # %% [markdown]
-# Most rated answers are judged *Excellent* or *Bad*; the middle of the scale is used less. Scoring a candidate by P(Excellent) or by the expected rating can differ only where a reranker puts mass on the middle ratings, which is one reason the two rules barely differ ({doc}`ablation_score`).
+# Most rated answers are judged *Excellent* or *Bad*; the middle of the scale is used less. Scoring a candidate by P(Excellent) or by the expected rating can differ only where a reranker puts mass on the middle ratings ({doc}`ablation_score` measures how much).
 
 # %% [markdown]
 # ## Annotator agreement

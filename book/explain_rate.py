@@ -24,7 +24,6 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.core.compare import ITEM_KEYS, compare
 from fqa_analysis.core.ratings import (
     LABELS,
     item_ratings,
@@ -44,6 +43,7 @@ from fqa_analysis.core.report import (
 from fqa_analysis.core.reranking import (
     compare_to_baseline,
     constant_rating_quality,
+    item_comparison,
     join_annotators,
     per_item_rating_scores,
     rating_quality_table,
@@ -156,12 +156,13 @@ if READY:
     quality = rating_quality_table(joined)
     per_item = per_item_rating_scores(joined)
     # the forms shown against rate-only, Holm over them within each metric
-    item_tests = {
-        metric: compare(
-            per_item, system="reranker", baseline=RATE_ONLY, value=metric, keys=ITEM_KEYS, strata=["domain"]
-        ).table
+    item_comparisons = {
+        metric: item_comparison(
+            per_item, RATE_ONLY, metric, "each explain-then-rate form vs rate-only, per metric", COMMITS
+        )
         for metric in ("kl", "correct")
     }
+    item_tests = {metric: cmp.table for metric, cmp in item_comparisons.items()}
     explained = explained.assign(rating=predicted_rating(explained))
     explained["agrees"] = explained["rating"] == explained["explanation_rating"]
     # the training label prior: the constant any rating model must beat (held out and on feedback_test)
@@ -413,6 +414,17 @@ else:
 
 
 # %% [markdown]
+# Every reranker of this page against the RQA system alone, tested the same way (Holm over the rerankers shown, within each RQA system):
+
+# %% tags=["hide-input"]
+if READY:
+    print(vs_alone.signature())
+    display(comparison_table(vs_alone.table.rename(index=NAMES, level="reranker"), names=("RQA", "reranker")))
+else:
+    display(SEE_FINDINGS)
+
+
+# %% [markdown]
 # ## Rating quality on feedback_test
 #
 # 1,995 items with three annotators each, never trained on; mean ± sd over seeds: accuracy of the argmax against the majority label (ties to the lower rating), macro-F1, KL from the annotators' distribution (nats), ECE of P(Excellent) against the share of annotators who said Excellent. The last row is the training label prior predicted for every item.
@@ -444,6 +456,7 @@ else:
 
 # %% tags=["hide-input"]
 if READY:
+    print(item_comparisons["kl"].signature())
     display(
         pd.concat(
             {

@@ -21,15 +21,6 @@
 # Post-Deployment*, Findings of ACL 2022, arXiv:2204.03025): how far user feedback on a deployed
 # retrieval QA system (ratings and explanations of its answers) improves that system when a separately
 # trained reranker rescores its candidate answers.
-#
-# Every number in the book is computed by the `fqa_analysis` package from the data files and from the
-# small artifacts under `results/`, by functions that unit tests check on hand-made examples. Comparisons
-# carry paired-bootstrap 95% confidence intervals (each for its own comparison, not adjusted for the family: a
-# CI beside a Holm p is the unadjusted one) and Holm-corrected p-values (B = 10,000 resamples, so the smallest
-# p a family of m comparisons can show is m / 10,001: 0.0008 for eight); in the chapters' comparison tables
-# every difference that is not significant carries its minimal detectable effect (MDE, 80% power): a true
-# difference at least that large would be found at p < 0.05 / m (m the comparisons in its Holm family, the level Holm asks of the smallest p) in 80% of resamples with these
-# questions and seeds, so that "no effect" can be told from "too little data".
 
 # %% [markdown]
 # ## In short
@@ -146,6 +137,7 @@ if pairs:
     rescored_systems = set(candidates.loc[candidates["reranker"] != "none", "rqa"])
     claim = compare_family(score_outcomes(candidates[candidates["rqa"].isin(rescored_systems)]), pairs)
 short = []
+headline = []  # the answer in plain words, one clause per block that has its runs
 FED = [r for r in gains.index if r != "vanilla"]  # every reranker trained on feedback (warm or from MiniLM)
 SCRATCH = [r for r in FED if r.endswith("_scratch")]
 if (found := best_feedback_gain(gains)) is not None:
@@ -159,6 +151,9 @@ if (found := best_feedback_gain(gains)) is not None:
         f"relevance model and {len(SCRATCH)} from MiniLM); the paper reports "
         f"{PAPER_OVERALL_ACCURACY['combined_reranker'] - PAPER_OVERALL_ACCURACY['rqa_alone']:+.2f} with its "
         "larger models."
+    )
+    headline.append(
+        f"user feedback {'made' if helped else 'did not make'} our strongest QA system measurably more accurate"
     )
     # the weaker RQA systems: every reranker against the RQA alone, Holm per system (the reranking chapter's table)
     weaker = sorted(set(candidates["rqa"]) - {RQA})
@@ -189,6 +184,8 @@ if pairs and "vanilla" in gains.index:
             else "."
         )
     )
+    if adds["better"] == 0:
+        headline.append("what the rerankers add on the weaker systems comes from the QA data they start from")
 if "feedback_kl" in set(predictions["reranker"]):
     fit_items, _ = feedback_item_sets(
         load_stage(RESULTS, "rerank")["protocol"],
@@ -225,7 +222,26 @@ if "feedback_kl" in set(predictions["reranker"]):
             else "."
         )
     )
-display(Markdown(" ".join(short) if short else pending("feedback_kl")))
+    headline.append(
+        "what the feedback does teach is, in part, how people rate answers"
+        if len(closer)
+        else "the feedback did not teach the rerankers to rate answers measurably closer to people than a constant"
+    )
+if headline:
+    display(Markdown(f"**In plain words:** {'; '.join(headline)}."))
+display(Markdown("\n".join(f"- {line}" for line in short) if short else pending("feedback_kl")))
+
+# %% [markdown]
+# ## How to read the numbers
+#
+# Every number in the book is computed by the `fqa_analysis` package from the data files and from the
+# small artifacts under `results/`, by functions that unit tests check on hand-made examples. Comparisons
+# carry paired-bootstrap 95% confidence intervals (each for its own comparison, not adjusted for the family: a
+# CI beside a Holm p is the unadjusted one) and Holm-corrected p-values (B = 10,000 resamples, so the smallest
+# p a family of m comparisons can show is m / 10,001: 0.0008 for eight); in the chapters' comparison tables
+# every difference that is not significant carries its minimal detectable effect (MDE, 80% power): a true
+# difference at least that large would be found at p < 0.05 / m (m the comparisons in its Holm family, the level Holm asks of the smallest p) in 80% of resamples with these
+# questions and seeds, so that "no effect" can be told from "too little data".
 
 # %% [markdown]
 # ## At a glance

@@ -27,10 +27,10 @@ def test_holm_over_the_table_or_within_each_group() -> None:
     assert t.loc[("a", "new"), "baseline_mean"] == 0.5 and t.loc[("a", "new"), "n"] == 40
     # two comparisons in the family: the smaller p is doubled by Holm
     assert t.loc[("a", "new"), "p_holm"] == pytest.approx(2 * t.loc[("a", "new"), "p_value"])
-    assert whole.family_size == 2 and "|holm:2 (every s vs base over every g)|" in whole.signature()
+    assert whole.family_size == 2 and "|holm:2 (each other s vs base over every g)|" in whole.signature()
     per = compare(_two_groups(), system="s", baseline="base", within=["g"], family="within", n_resamples=999)
     assert per.table["p_holm"].tolist() == per.table["p_value"].tolist()  # families of one
-    assert per.family_size == 1 and "|holm:1 (every s vs base per g)|" in per.signature()
+    assert per.family_size == 1 and "|holm:1 (each other s vs base per g)|" in per.signature()
 
 
 def test_numbers_are_the_paired_bootstraps() -> None:

@@ -112,7 +112,7 @@ def test_compare_to_baseline_uses_seed_averages() -> None:
     assert (table.loc["x", "wins"], table.loc["x", "ties"], table.loc["x", "losses"]) == (2, 2, 0)
     assert table.loc["x", "baseline_mean"] == 0.25 and list(table.index) == ["x"]  # no self-comparison
     assert "strata:domain/split" in cmp.signature() and "seeds:mean per question" in cmp.signature()
-    assert "holm:1 (every reranker vs none, per RQA)" in cmp.signature()
+    assert "holm:1 (each reranker vs the RQA alone, per RQA)" in cmp.signature()
 
 
 def _items() -> pd.DataFrame:

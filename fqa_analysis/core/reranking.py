@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fqa_analysis.core.candidates import RATING_COLUMNS, RUN_KEYS
+from fqa_analysis.core.candidates import NO_RERANKER, RATING_COLUMNS, RUN_KEYS
 from fqa_analysis.core.compare import Comparison, compare
 from fqa_analysis.core.metrics import accuracy_by_test_set, overall_accuracy, test_set_label
 from fqa_analysis.core.ratings import LABELS, kl_rows, rating_quality, rating_value
@@ -57,6 +57,7 @@ __all__ = [
     "constant_rating_quality",
     "feedback_pairs",
     "freezing_effect",
+    "item_comparison",
     "join_annotators",
     "loss_comparisons",
     "mean_rating_distribution",
@@ -148,7 +149,11 @@ def compare_to_baseline(
         The comparison; its table is indexed by ``rqa, reranker``.
     """
     overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
-    family = f"every reranker vs {baseline}, per RQA"
+    family = (
+        "each reranker vs the RQA alone, per RQA"
+        if baseline == NO_RERANKER
+        else f"each other reranker vs {baseline}, per RQA"
+    )
     settings = {"average": average, "n_resamples": n_resamples, "seed": seed, "commit": commit}
     return _per_rqa(overall, baseline=baseline, family="within", describe=family, **settings)
 
@@ -549,6 +554,34 @@ def per_item_rating_scores(joined: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def item_comparison(
+    per_item: pd.DataFrame, baseline: str, metric: str, family: str, commit: str | None = None
+) -> Comparison:
+    """Every other reranker against ``baseline`` on one per-item rating score, paired over items.
+
+    :func:`~fqa_analysis.core.compare.compare` on :func:`per_item_rating_scores` rows (already
+    averaged over each reranker's seeds per item), stratified by domain, Holm over the rerankers;
+    the signature names the family as ``family`` says and the seeds as averaged per item.
+
+    Example:
+        >>> per_item = pd.DataFrame({"reranker": ["kl"] * 2 + ["ce"] * 2, "domain": "A",
+        ...     "item_id": [0, 1] * 2, "kl": [0.2, 0.4, 0.1, 0.7]})
+        >>> cmp = item_comparison(per_item, "kl", "kl", "ce vs kl")
+        >>> round(float(cmp.table["delta"].iloc[0]), 3), "seeds:mean per item" in cmp.signature()
+        (0.1, True)
+    """
+    cmp = compare(
+        per_item,
+        system="reranker",
+        baseline=baseline,
+        value=metric,
+        keys=["domain", "item_id"],
+        strata=["domain"],
+        commit=commit,
+    )
+    return replace(cmp, family=family, seeds="mean per item")
+
+
 def loss_comparisons(
     per_item: pd.DataFrame,
     baseline: str = "feedback_kl",
@@ -583,15 +616,8 @@ def loss_comparisons(
     parts = []
     for metric in metrics:
         for subset, part in _subsets(per_item).items():
-            cmp = compare(
-                part,
-                system="reranker",
-                baseline=baseline,
-                value=metric,
-                keys=["domain", "item_id"],
-                strata=["domain"],
-                commit=commit,
-            )
+            family = f"each other reranker vs {baseline}, per metric and agreement subset"
+            cmp = item_comparison(part, baseline, metric, family, commit)
             parts.append(cmp.table.reset_index().assign(metric=metric, subset=subset))
     out = pd.concat(parts, ignore_index=True)
     out.attrs["signature"] = cmp.signature()
