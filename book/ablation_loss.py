@@ -110,7 +110,16 @@ if READY:
     )
     lines = [
         f"**Which loss?** The lowest KL to the annotators on feedback_test is `{best_kl}`'s "
-        f"({means.loc[best_kl, 'kl']:.3f} nats, seed mean); "
+        f"({means.loc[best_kl, 'kl']:.3f} nats, seed mean"
+        # lowest over all items need not be lowest on each agreement subset: name a subset where it is worse
+        + "".join(
+            f"; on the {sub} items it is significantly above `feedback_kl`'s: {change_text(row, 1.0, 3, 'nats')}"
+            for sub in ("unanimous", "disagree")
+            if ("kl", sub, best_kl) in t.index
+            for row in [t.loc[("kl", sub, best_kl)]]
+            if row["p_holm"] < 0.05 and row["delta"] > 0
+        )
+        + "); "
         + (
             f"{', '.join(f'`{v}`' for v in better)}'s {'is' if len(better) == 1 else 'are'} significantly below "
             "`feedback_kl`'s"

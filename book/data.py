@@ -167,7 +167,7 @@ items.groupby("split")["unanimous"].agg(["mean", "size"]).rename(
 #
 # Words per explanation, by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR).
 
-# %% mystnb={"figure": {"caption": "Words per explanation by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR); explanations longer than 60 words are drawn at 60 (the table below gives each rating's maximum)."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Words per explanation by the rating it explains (boxes: quartiles; whiskers: 1.5 IQR; single points beyond the whiskers are not drawn and the axis ends at 60 words: the table below gives each rating's maximum)."}} tags=["hide-input"]
 plot_explanation_lengths(feedback)
 plt.title("Explanation length by rating")
 plt.show()

@@ -165,7 +165,7 @@ if READY:
     item_tests = {metric: cmp.table for metric, cmp in item_comparisons.items()}
     explained = explained.assign(rating=predicted_rating(explained))
     explained["agrees"] = explained["rating"] == explained["explanation_rating"]
-    # the training label prior: the constant any rating model must beat (held out and on feedback_test)
+    # the training prior: the constant any rating model must beat (held out and on feedback_test)
     fit_items, select_items = feedback_item_sets(
         stage["protocol"],
         data.available_feedback(data_dir, "train"),
@@ -263,12 +263,12 @@ if READY:
         paper_beats = mean_selection_kl(paper_stage) < prior_select_kl
         lines.append(
             (
-                "**The paper's form beats the constant prior held out.**"
+                "**The paper's form beats the training prior held out.**"
                 if paper_beats
-                else "**The paper's form does not beat the constant prior with our stand-in model.**"
+                else "**The paper's form does not beat the training prior with our stand-in model.**"
             )
             + f" Its held-out KL with the explanations it generates is {selection_kl(paper_stage)} "
-            f"against the training label prior's {prior_select_kl:.3f}; it writes "
+            f"against the training prior's {prior_select_kl:.3f}; it writes "
             + (
                 "one explanation for all"
                 if distinct[PAPER] == 1
@@ -281,7 +281,7 @@ if READY:
     lines.append(
         f"**Ours** ends at {selection_kl(stage)} held out, "
         + ("below" if ours_beats else "not below")
-        + f" the training label prior's {prior_select_kl:.3f}; it writes up to {distinct[OURS]:,} distinct "
+        + f" the training prior's {prior_select_kl:.3f}; it writes up to {distinct[OURS]:,} distinct "
         f"explanations for the {n_items:,} feedback_test items per seed and rates {share_bad[OURS]:.0%} of them "
         "Bad (all seeds)."
     )
@@ -333,7 +333,7 @@ if READY:
             else "one form shown, so Holm leaves each p as it is"
         )
         + f"). The rate-only baseline itself, `{RATE_ONLY}`, is "
-        f"{prior_quality['kl'] - means.loc[RATE_ONLY, 'kl']:.3f} nats below the constant prior's KL: both are "
+        f"{prior_quality['kl'] - means.loc[RATE_ONLY, 'kl']:.3f} nats below the training prior's KL: both are "
         "weak rating models.",
         "Its explanations agree with its own rating (the consistency classifier of {doc}`explanations` reads the "
         f"rating it gave) for {explained.loc[explained['reranker'] == OURS, 'agrees'].mean():.0%} of the items, "
@@ -375,7 +375,7 @@ else:
 # | the head sees | the decoder's state | the decoder's state **and** the mean of the encoder's states of the pair |
 # | the explanation loss | cross-entropy | cross-entropy, plus an unlikelihood term against openings its own explanations share across a batch, its weight chosen on seed 0's held-out pairs (0 or 1; the section below) |
 #
-# The reasoning behind the changes (the findings show the outcome; the changes were made together and are not measured one at a time). Annotators' explanations name their rating ("this answer is irrelevant"), so a head trained on them can learn to read the rating off the words; at inference it reads the model's own explanation instead, here one sentence for every item, and gives every item the same rating: the paper's form's findings above (one explanation, every item rated Bad, held-out KL above the constant prior's) are consistent with this exposure bias, though overfitting is not ruled out (its held-out KL rises from the first epoch to the second). Training the head on what it reads at inference is meant to remove that mismatch. With the decoder's state alone the head would see the pair only through the decoder's cross-attention, which starts untrained here (BART's is pretrained); giving it the encoder's summary of the pair gives it the pair directly. It still reads the explanation the model wrote, and how far its rating agrees with that explanation is measured below ("Do its explanations agree with its rating?").
+# The reasoning behind the changes (the findings show the outcome; the changes were made together and are not measured one at a time). Annotators' explanations name their rating ("this answer is irrelevant"), so a head trained on them can learn to read the rating off the words; at inference it reads the model's own explanation instead, here one sentence for every item, and gives every item the same rating: the paper's form's findings above (one explanation, every item rated Bad, held-out KL above the training prior's) are consistent with this exposure bias, though overfitting is not ruled out (its held-out KL rises from the first epoch to the second). Training the head on what it reads at inference is meant to remove that mismatch. With the decoder's state alone the head would see the pair only through the decoder's cross-attention, which starts untrained here (BART's is pretrained); giving it the encoder's summary of the pair gives it the pair directly. It still reads the explanation the model wrote, and how far its rating agrees with that explanation is measured below ("Do its explanations agree with its rating?").
 
 # %% [markdown]
 # ## QA accuracy
@@ -427,7 +427,7 @@ else:
 # %% [markdown]
 # ## Rating quality on feedback_test
 #
-# 1,995 items with three annotators each, never trained on; mean ± sd over seeds: accuracy of the argmax against the majority label (ties to the lower rating), macro-F1, KL from the annotators' distribution (nats), ECE of P(Excellent) against the share of annotators who said Excellent. The last row is the training label prior predicted for every item.
+# 1,995 items with three annotators each, never trained on; mean ± sd over seeds: accuracy of the argmax against the majority label (ties to the lower rating), macro-F1, KL from the annotators' distribution (nats), ECE of P(Excellent) against the share of annotators who said Excellent. The last row is the training prior predicted for every item.
 
 # %% tags=["hide-input"]
 if READY:
@@ -600,7 +600,7 @@ else:
 # %% [markdown]
 # ## Training curves and cost
 #
-# Per form, seed and epoch: the rating and explanation losses on the training pairs (the rating loss is the cross-entropy to the annotators' distribution, so it includes that distribution's entropy) and the held-out KL with generated explanations (the epoch kept is the lowest). The training label prior's held-out KL is the bar to beat.
+# Per form, seed and epoch: the rating and explanation losses on the training pairs (the rating loss is the cross-entropy to the annotators' distribution, so it includes that distribution's entropy) and the held-out KL with generated explanations (the epoch kept is the lowest). The training prior's held-out KL is the bar to beat.
 
 # %% tags=["hide-input"]
 HISTORY_HEADERS = {
@@ -611,7 +611,7 @@ HISTORY_HEADERS = {
     "wall_s": "wall (min)",
 }
 if READY:
-    print(f"training label prior, held-out KL: {prior_select_kl:.4f}")
+    print(f"training prior, held-out KL: {prior_select_kl:.4f}")
     display(
         pd.DataFrame(
             [

@@ -104,7 +104,8 @@ policies = (
 )
 reference = levers.set_index("lever")
 misses = [
-    f"{r}: at most {policies[f'consistent_{r}'].max():.2f} against the humans' {classifier[r]:.2f}"
+    f"{r}: at most {policies[f'consistent_{r}'].max():.2f} against the classifier's held-out accuracy on "
+    f"people's explanations, {classifier[r]:.2f}"
     for r in RATINGS
     if len(policies) and policies[f"consistent_{r}"].max() < classifier[r]
 ]
@@ -127,7 +128,8 @@ if len(policies) and "reference: retrieval_same_rating" in reference.index:
         ]
         misses.append(
             f"'{row['lever']}', not one of the rule's policies, reaches {row['embedding_sim']:.3f} but falls "
-            f"below the humans' consistency on {', '.join(lost) if lost else 'no rating'}"
+            f"below the classifier's held-out accuracy on people's explanations for "
+            f"{', '.join(lost) if lost else 'no rating'}"
         )
 ADOPTION_MISS = "; ".join(misses) or (
     "no single policy met every bar at once" if len(policies) else "no policy measured"
@@ -375,7 +377,7 @@ plt.show()
 # %% [markdown]
 # ## What each lever changed (held-out explanations)
 #
-# Decided on the held-out 20% of the training questions, never on feedback_test: each (pair, rating) of the held-out explanations once, scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both, for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (fixed in code before any lever was measured): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the humans' (the classifier's accuracy on held-out human explanations of that rating), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency overall and per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding.
+# Decided on the held-out 20% of the training questions, never on feedback_test: each (pair, rating) of the held-out explanations once, scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both, for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the humans' (the classifier's accuracy on held-out human explanations of that rating), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency overall and per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding.
 
 # %% tags=["hide-input"]
 epochs = pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch")

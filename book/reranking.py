@@ -250,7 +250,7 @@ if warm_fb:
 if "feedback_kl" in rating_kl.index:
     lines.append(
         f"On feedback_test, `feedback_kl`'s KL to the annotators' ratings is {rating_kl['feedback_kl']:.3f} "
-        f"nats, against {prior_kl:.3f} for always predicting the training feedback's average rating."
+        f"nats, against {prior_kl:.3f} for the training prior (always predicting the training feedback's average rating distribution)."
     )
 if not freezing.empty:
     for k, group in freezing.groupby(level="frozen_layers"):

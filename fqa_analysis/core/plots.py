@@ -158,7 +158,7 @@ def plot_agreement(agreement: pd.DataFrame, ax: Axes | None = None, measure: str
     ax.set_xticks(np.arange(len(domains)), domains)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_ylabel(AGREEMENT_MEASURES[measure])
-    ax.legend(title="split", frameon=False, fontsize="small")
+    ax.legend(title="split", frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax
 
 
