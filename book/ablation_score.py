@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Ablation: P(Excellent) or the expected rating
 #
-# The paper adds the reranker's probability of the top rating to the RQA's probability, S = P_theta + P_phi(Excellent). That throws away the rest of the rating distribution: a passage the reranker thinks is surely Acceptable scores the same as one it thinks is surely Bad. The alternative keeps it: S = P_theta + E[y]/3, the expected rating on the 0..3 scale (Bad 0, Could be improved 1, Acceptable 2, Excellent 3) divided by 3 so that both scores lie in [0, 1]. Both rules are applied to the **same** trained rerankers (every variant, every seed, every RQA system); only the scoring changes, so the comparison is paired question by question.
+# The paper adds the reranker's probability of the top rating to the RQA's probability, S = P_theta + P_phi(Excellent). That throws away the rest of the rating distribution: a passage the reranker thinks is surely Acceptable scores the same as one it thinks is surely Bad. The alternative keeps it: S = P_theta + E[y]/3, the expected rating on the 0..3 scale (Bad 0, Could be Improved 1, Acceptable 2, Excellent 3) divided by 3 so that both scores lie in [0, 1]. Both rules are applied to the **same** trained rerankers (every variant, every seed, every RQA system); only the scoring changes, so the comparison is paired question by question.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -139,8 +139,26 @@ separation.assign(  # RQA systems weakest first, rerankers in the stage's order
     }
 ).round(3)
 
+# %% tags=["hide-input"]
+# what the table says, in one sentence: how far apart the two scores' separation and spread are
+auc_gap = (separation["auc_p_excellent"] - separation["auc_expected_rating"]).abs()
+spread_ratio = separation["spread_expected_rating"] / separation["spread_p_excellent"]
+display(
+    Markdown(
+        f"Across the {len(separation)} (RQA, reranker) pairs the two scores' AUCs differ by at most "
+        f"{auc_gap.max():.3f}, and E[y]/3 varies within a question {spread_ratio.min():.2f} to "
+        f"{spread_ratio.max():.2f} times as much as P(Excellent): "
+        + (
+            "the two scores separate gold from the other candidates alike, so adding either to P_theta "
+            "can pick a different answer only where their spreads differ."
+            if auc_gap.max() < 0.01
+            else "the scores separate gold from the other candidates differently where their AUCs differ."
+        )
+    )
+)
+
 # %% [markdown]
-# The two rules can pick differently only where a reranker puts mass on the middle ratings (Could be improved, Acceptable): E[y]/3 then differs from P(Excellent). The mean predicted distribution of each reranker over the candidates it rescored (four feedback domains, every RQA system and seed):
+# The two rules can pick differently only where a reranker puts mass on the middle ratings (Could be Improved, Acceptable): E[y]/3 then differs from P(Excellent). The mean predicted distribution of each reranker over the candidates it rescored (four feedback domains, every RQA system and seed):
 
 # %% tags=["hide-input"]
 mean_rating_distribution(rated[rated["domain"].isin(data.FEEDBACK_DOMAINS)]).reindex(VARIANTS).round(3)

@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Reranking with feedback
 #
-# Does a reranker trained on user feedback make the QA system more accurate? The RQA system's top-5 candidates are rescored with the paper's S = P_theta + P_phi(Excellent), where P_phi is a reranker's rating distribution, and the highest S answers the question. One trained reranker rescores every RQA system (the paper's decoupling). Overall = the four feedback domains' test questions (Quebec has no feedback and is outside the overall, as in the paper).
+# Does a reranker trained on user feedback make the QA system more accurate? The RQA system's top-5 candidates are rescored with the paper's S = P_theta + P_phi(Excellent), where P_phi is a reranker's rating distribution, and the highest S answers the question. One trained reranker rescores every RQA system (the paper's decoupling: the reranker is trained apart from any RQA and never sees its scores). Overall = the four feedback domains' test questions (Quebec has no feedback and is outside the overall, as in the paper).
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -307,13 +307,13 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # %% [markdown]
 # ## The rerankers
 #
-# A cross-encoder over (question, passage text): all-MiniLM-L6-v2 with a 4-way rating head (Bad, Could be improved, Acceptable, Excellent) on the [CLS] state; P_phi is its softmax. All six transformer layers are trained, max 128 tokens of question + passage, batch 32, AdamW, lr 5e-5 with 10% linear warm-up, float32 on the CPU; the epoch with the lowest KL to held-out ratings is kept.
+# A cross-encoder over (question, passage text): all-MiniLM-L6-v2 with a 4-way rating head (Bad, Could be Improved, Acceptable, Excellent) on the [CLS] state; P_phi is its softmax. All six transformer layers are trained, max 128 tokens of question + passage, batch 32, AdamW, lr 5e-5 with 10% linear warm-up, float32 on the CPU; the epoch with the lowest KL to held-out ratings is kept.
 #
 # **The relevance model (`vanilla`).** The paper fine-tunes a pretrained BART-large, and a practitioner would start from a pretrained relevance cross-encoder; MiniLM is a sentence-embedding network, not a relevance model (how much it learns from the feedback alone is what the `*_scratch` rows measure, where present). So the starting point is trained here, on QA data only: every QA-train question of the five domains (Quebec's QA data included; its feedback does not exist), the gold passage rated Excellent and three passages drawn from zero-shot MiniLM's top 10 non-gold rated Bad (one negative source for every reranker, so none depends on the RQA it rescores), one epoch, a listwise loss (softmax over each question's gold and negatives of log P(Excellent)) added to the 4-way cross-entropy. One in ten QA-train questions is held out for checking the fit. It is one model (seed 0), shared by every seed of every variant that continues from it; it is also the paper's VanillaReranker row.
 #
 # | reranker | starts from | trains on | loss |
 # |---|---|---|---|
-# | `vanilla` | MiniLM | QA-train pseudo-ratings | KL + listwise |
+# | `vanilla` | MiniLM | QA-train pseudo-ratings | 4-way cross-entropy + listwise |
 # | `feedback_kl` | the relevance model | feedback | KL to the annotators' rating distribution (the paper's FeedbackReranker) |
 # | `feedback_ce_annotator` | the relevance model | feedback | cross-entropy, one example per annotator rating |
 # | `feedback_ce_majority` | the relevance model | feedback | cross-entropy on the majority label (ties to the lower rating) |

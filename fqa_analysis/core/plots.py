@@ -7,6 +7,7 @@ Bad through blue for Excellent); systems get one fixed colour each through
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Literal
 
@@ -14,6 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import MaxNLocator
 
 from fqa_analysis.core.ratings import LABELS, explanation_lengths, label_distribution
 
@@ -192,16 +194,20 @@ def plot_recall_curves(curve: pd.DataFrame, system: str = "rqa", ax: Axes | None
     top-5 reranking.
     """
     ax = _axes(ax, (7, 3.6))
-    for name, group in curve.groupby(system, sort=False):
+    # a marker per line besides its colour: curves that run close stay apart in print and for colour blindness
+    for (name, group), marker in zip(
+        curve.groupby(system, sort=False), itertools.cycle("os^Dv"), strict=False
+    ):
         ax.plot(
             group["k"],
             group["recall"],
-            marker="o",
-            markersize=3,
+            marker=marker,
+            markersize=3.5,
             label=str(name),
             color=system_color(str(name)),
         )
     ax.axvline(5, color="grey", linestyle="--", linewidth=0.8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("k")
     ax.set_ylabel("recall@k (micro)")
     ax.set_ylim(0, 1)
