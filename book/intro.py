@@ -241,7 +241,11 @@ display(Markdown("\n".join(f"- {line}" for line in short) if short else pending(
 # p a family of m comparisons can show is m / 10,001: 0.0008 for eight); in the chapters' comparison tables
 # every difference that is not significant carries its minimal detectable effect (MDE, 80% power): a true
 # difference at least that large would be found at p < 0.05 / m (m the comparisons in its Holm family, the level Holm asks of the smallest p) in 80% of resamples with these
-# questions and seeds, so that "no effect" can be told from "too little data".
+# questions and seeds, so that "no effect" can be told from "too little data". The results come from the
+# **stages** of `fqa run` (rqa, relevance, rerank, explain, beyond, explain_rate: each trains or scores one
+# kind of model and writes its tables and its entry in `results/manifest.json`); the pages name them where
+# they show a stage's cost or runs. The test questions of the four feedback domains (accuracy) and the
+# feedback_test items (rated answers: rating quality) are different sets of nearly the same size.
 
 # %% [markdown]
 # ## At a glance
