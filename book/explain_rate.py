@@ -494,7 +494,7 @@ if READY:
             columns=list(reversed(LABELS)),
             fill_value=0.0,
         )
-        .round(3)
+        .map(lambda v: f"{v:.3f}")  # one precision in every column, the empty ones too
     )
     agreement["items"] = ours["rating"].value_counts().reindex(agreement.index).astype(int)
     display(agreement.rename_axis(index="model's rating", columns="explanation reads as"))
