@@ -444,7 +444,7 @@ for rating in RATINGS:
 # %% [markdown]
 # ## Explaining the QA system's own answers
 #
-# What a user would see: the answer (seed 0) of the reranked system with the highest overall accuracy among the runs the explain stage read (named below the heading), that reranker's predicted rating of the answer, and each explainer's explanation of that rating. A seeded sample:
+# What a user would see: the answer (seed 0) of the reranked system with the highest overall accuracy among the runs the explain stage read (named below the heading), that reranker's predicted rating of the answer, and each explainer's explanation of that rating. This is the deployed system, so its reranker is whichever is most accurate, trained on feedback or not; the predicted ratings of the sections above are `feedback_kl`'s. A seeded sample:
 
 # %% tags=["hide-input"]
 if stage["top1_system"]:
