@@ -122,7 +122,7 @@ if READY:
         + "); "
         + (
             f"{', '.join(f'`{v}`' for v in better)}'s {'is' if len(better) == 1 else 'are'} significantly below "
-            "`feedback_kl`'s"
+            "`feedback_kl`'s on all items"
             + (
                 f" by less than the sd of `feedback_kl`'s KL across its seeds ({seed_sd:.3f}), so the "
                 "difference may be the seeds' rather than the losses'."

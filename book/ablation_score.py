@@ -152,7 +152,8 @@ display(
             "the two scores separate gold from the other candidates alike, so adding either to P_theta "
             "can pick a different answer only where their spreads differ."
             if auc_gap.max() < 0.01
-            else "the scores separate gold from the other candidates differently where their AUCs differ."
+            else "where the two AUCs differ by more than 0.01, the two scores order gold and the other "
+            "candidates differently and the rules can disagree."
         )
     )
 )

@@ -176,8 +176,8 @@ if CURVE:
     display(
         Markdown(
             "Rating quality on feedback_test as the feedback grows: mean KL(annotators || P_phi) in nats "
-            "with a 95% bootstrap CI over items, and the difference from the full model (fraction 1), Holm "
-            "over the three smaller fractions:"
+            "(its 95% bootstrap CI over items is drawn in the figure below), and the difference from the full "
+            "model (fraction 1) with its unadjusted 95% CI, Holm over the three smaller fractions:"
         )
     )
     frac_items = items[items["reranker"].str.startswith("fraction:")]
@@ -471,7 +471,7 @@ if CURVE:
         + " → ".join(f"{kl_table.loc[r, 'mean']:.3f}" for r in gains.index)
         + f" nats from {gains.index[0].split(':')[1]} to {gains.index[-1].split(':')[1]} of the training "
         f"questions; the training prior: {prior_kl:.3f}"
-        + (f", beaten from {below_prior[0].split(':')[1]} on" if below_prior else ", never beaten")
+        + (f", below it from {below_prior[0].split(':')[1]} on" if below_prior else ", never below it")
         + "), but "
         + (
             "no share of it makes the QA system measurably more accurate than the RQA alone "

@@ -401,7 +401,7 @@ else:
 
 
 # %% [markdown]
-# Each explain-then-rate form against rate-only, paired over the 1,992 questions (seed-averaged outcomes, bootstrap resampled within test sets, B = 10,000; Holm over the explain-then-rate forms shown, within each RQA system):
+# Each explain-then-rate form against rate-only, paired over the 1,992 questions (seed-averaged outcomes, bootstrap resampled within test sets, B = 10,000; Holm over the explain-then-rate forms shown, within each RQA system; the signature names rate-only by its identifier, `feedback_kl`):
 
 # %% tags=["hide-input"]
 if READY:
@@ -414,7 +414,7 @@ else:
 
 
 # %% [markdown]
-# Every reranker of this page against the RQA system alone, tested the same way (Holm over the rerankers shown, within each RQA system):
+# Every reranker of this page against the RQA system alone, tested the same way (Holm over the rerankers shown, within each RQA system: a smaller family than the reranking chapter's, so the rate-only row's Holm p and MDE differ from that chapter's for the same difference):
 
 # %% tags=["hide-input"]
 if READY:

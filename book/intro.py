@@ -40,11 +40,11 @@ from fqa_analysis.core.reranking import (
     best_feedback_gain,
     compare_family,
     compare_to_baseline,
-    constant_predictions,
     constant_rating_quality,
     feedback_pairs,
     join_annotators,
     per_item_rating_scores,
+    prior_comparison,
     score_ablation,
     score_outcomes,
     seed_table,
@@ -172,8 +172,9 @@ if pairs and "vanilla" in gains.index:
     rows_claim = claim.table.xs(RQA, level="rqa")
     adds = significance_counts(claim.table)
     short.append(
-        f"Continuing the relevance model on the feedback (on {RQA}, it adds "
-        f"{100 * gains.loc['vanilla', 'delta']:+.2f} points alone) changes its accuracy by "
+        f"Continuing the relevance model on the feedback (on {RQA}, the relevance model adds "
+        f"{100 * gains.loc['vanilla', 'delta']:+.2f} points alone, Holm p {p_text(gains.loc['vanilla', 'p_holm'])}) "
+        "changes its accuracy by "
         + " and ".join(f"{100 * rows_claim.loc[s, 'delta']:+.2f} (`{s}`)" for s, _ in pairs)
         + f" on {RQA}, and is significantly better on {adds['better']} and worse on {adds['worse']} of the "
         f"{adds['rows']} (RQA, reranker) comparisons (Holm over the {adds['rows']}; the table is in "
@@ -185,7 +186,10 @@ if pairs and "vanilla" in gains.index:
         )
     )
     if adds["better"] == 0:
-        headline.append("what the rerankers add on the weaker systems comes from the QA data they start from")
+        headline.append(
+            "continuing the QA-trained relevance model on the feedback made no RQA system measurably more "
+            "accurate: what the rerankers add on the weaker systems comes from the QA data they start from"
+        )
 if "feedback_kl" in set(predictions["reranker"]):
     fit_items, _ = feedback_item_sets(
         load_stage(RESULTS, "rerank")["protocol"],
@@ -194,17 +198,8 @@ if "feedback_kl" in set(predictions["reranker"]):
     )
     prior_kl = constant_rating_quality(rating_prior([it.ratings for it in fit_items]), test_items)["kl"]
     # every reranker trained on feedback against the constant training prior, per item, Holm over them
-    fed_predictions = predictions[predictions["reranker"].isin(FED)]
-    prior_rows = constant_predictions(rating_prior([it.ratings for it in fit_items]), test_items)
-    vs_prior = compare(
-        per_item_rating_scores(join_annotators(pd.concat([fed_predictions, prior_rows]), test_items)),
-        system="reranker",
-        baseline="prior",
-        value="kl",
-        keys=ITEM_KEYS,
-        strata=["domain"],
-        seeds=None,
-        describe="each reranker trained on feedback vs the training prior",
+    vs_prior = prior_comparison(
+        predictions, rating_prior([it.ratings for it in fit_items]), test_items, FED
     ).table
     closer = vs_prior[(vs_prior["p_holm"] < 0.05) & (vs_prior["delta"] < 0)]
     others = vs_prior.drop(index=closer.index)
@@ -304,7 +299,7 @@ if have("feedback_kl"):
     score = score_ablation(candidates).table.droplevel("rule")
     s = score.loc[(RQA, "feedback_kl")]
     answers.append(
-        f"**Score: P(Excellent) or the expected rating?** E[y]/3 - P(Excellent) with the feedback reranker on "
+        f"**Score: P(Excellent) or the expected rating?** E[y]/3 - P(Excellent) with `feedback_kl` on "
         f"{RQA}: {ci(s)}; significant in {len(score) - significance_counts(score)['not significant']} of {len(score)} (RQA, reranker) "
         "pairs. See {doc}`ablation_score`."
     )
@@ -562,7 +557,7 @@ display(
 # |---|---|---|---|
 # | reranker training feedback | all four `feedback_train` files | WHO `feedback_train` + four `feedback_valid` (the **available** protocol) | three files absent from the data used here |
 # | RQA model | BERT-base (or BART) poly-encoder, fine-tuned on GPU | all-MiniLM-L6-v2 bi-encoder (22.7M parameters) fine-tuned on 2 CPU cores; plus BM25 and zero-shot MiniLM | no model hub at run time; 2 CPU cores |
-# | reranker model | BART-large with a rating head, fully fine-tuned | all-MiniLM-L6-v2 cross-encoder (22.7M parameters) with a 4-way head, all six transformer layers trained, max 128 tokens of question + passage, float32 on the CPU; 3 seeds per feedback variant (the chapters say which seeds each table averages) | no model hub at run time; 2 CPU cores |
+# | reranker model | BART-large with a rating head, fully fine-tuned | all-MiniLM-L6-v2 cross-encoder (22.7M parameters) with a 4-way head, all six transformer layers trained, max 128 tokens of question + passage, float32 on the CPU; 3 seeds per feedback variant, seed 0 only for the two cross-entropy `*_scratch` variants (the chapters say which seeds each table averages) | no model hub at run time; 2 CPU cores |
 # | where the rerankers start | BART-large's pretrained weights | a relevance model trained here (the `vanilla` row): QA-train questions of all five domains, gold = Excellent, three negatives drawn from **zero-shot MiniLM**'s top 10 non-gold = Bad, listwise loss, one epoch, seed 0, shared by every seed; every feedback reranker continues from it; the same feedback losses trained from MiniLM are the `*_scratch` rows | no pretrained relevance model offline, and MiniLM is a sentence-embedding network, not a relevance model; one negative source for every RQA, so the reranker depends on no RQA it rescores |
 # | combined reranker | trained on QA pseudo-ratings and feedback together | the relevance model continued on the feedback plus as many replayed pseudo pairs | one training on both (the pseudo pairs are replayed, not relearned from the start) |
 # | what the rerankers rescore | the RQA's top 5 on the test sets | the same for all four RQA systems on the four feedback domains; Quebec's test sets (no feedback, outside the overall) are shown for the RQA alone | scoring is most of a feedback reranker's cost on 2 cores; a pair two systems share is scored once |

@@ -64,6 +64,7 @@ __all__ = [
     "model_kl",
     "per_item_rating_scores",
     "pick_disagreement",
+    "prior_comparison",
     "rating_quality_table",
     "recipe_comparison",
     "recipe_outcomes",
@@ -580,6 +581,44 @@ def item_comparison(
         commit=commit,
     )
     return replace(cmp, family=family, seeds="mean per item")
+
+
+def prior_comparison(
+    predictions: pd.DataFrame,
+    prior: Sequence[float],
+    items: pd.DataFrame,
+    rerankers: Collection[str],
+    commit: str | None = None,
+) -> Comparison:
+    """Each of ``rerankers`` against the training prior in KL to the annotators, paired over items.
+
+    The prior (:func:`constant_predictions`) is the constant a rating model must beat; Holm over
+    the rerankers compared (:func:`item_comparison`).
+
+    Args:
+        predictions: ``rating_predictions.parquet`` rows.
+        prior: The training prior, P(y) over Bad .. Excellent.
+        items: :func:`~fqa_analysis.core.ratings.item_ratings` of the items compared on.
+        rerankers: The rerankers compared (those absent from ``predictions`` are left out).
+        commit: Code version recorded in the signature.
+
+    Example:
+        >>> from fqa_analysis.core.ratings import item_ratings
+        >>> items = item_ratings(pd.DataFrame({"domain": "A", "split": "test", "item_id": [0, 0, 1, 1],
+        ...     "rating": ["Excellent", "Excellent", "Bad", "Excellent"]}))
+        >>> pred = constant_predictions([0.1, 0.1, 0.1, 0.7], items, name="m")
+        >>> cmp = prior_comparison(pred, [0.25] * 4, items, ["m"])
+        >>> # KL per item: log(1/0.7) and .5 log(.5/.1) + .5 log(.5/.7) against log 4 and log 2
+        >>> round(float(cmp.table.loc["m", "delta"]), 3)
+        -0.543
+    """
+    rows = predictions[predictions["reranker"].isin(list(rerankers))]
+    scores = per_item_rating_scores(
+        join_annotators(pd.concat([rows, constant_predictions(prior, items)]), items)
+    )
+    return item_comparison(
+        scores, "prior", "kl", "each reranker trained on feedback vs the training prior", commit
+    )
 
 
 def loss_comparisons(
