@@ -226,9 +226,14 @@ if CURVE:
         color="grey",
     )
     axes[1].set_ylabel("KL to annotators on feedback_test (nats)")
+    shares = sorted(gain["fraction"].unique())
     for ax in axes:
         ax.set_xscale("log")
+        ax.set_xticks(shares, [f"{f:g}" for f in shares])
+        ax.minorticks_off()
         ax.set_xlabel("share of the training questions")
+    for ax in axes:  # one line per panel: the y label says what it is
+        ax.get_legend().remove()
     plt.tight_layout()
     plt.show()
 

@@ -25,6 +25,8 @@
 # Everything is computed from `results/` (`candidates.parquet`, and `deep_candidates.parquet` and `selection_predictions.parquet` written by `fqa run beyond`). Protocol `available` (see {doc}`data`): the rerankers are those of {doc}`reranking`, one trained model per variant and seed rescoring every RQA system; how well each separates the gold passage from the other candidates (ROC AUC, reranker alone) is measured there, and every effect below is bounded by it. Overall = the four feedback domains' test questions, micro-averaged; reranker outcomes are averaged over the seeds each reranker has (listed under the first cell) per question before every bootstrap.
 
 # %% tags=["hide-input"]
+from dataclasses import replace
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -153,7 +155,7 @@ plt.show()
 # %% [markdown]
 # ### P(Excellent): the reranker's probability
 #
-# A rating temperature is fitted for every trained reranker (variant × seed) on its own model-selection pairs, the held-out questions it already chose its epoch on (minimum cross-entropy to the held-out ratings; `vanilla`'s selection pairs are pseudo-rated: gold Excellent, negatives Bad). T > 1 means the model was over-confident. Then the rating quality on feedback_test (1,995 items, never trained on), before and after, mean over seeds:
+# A rating temperature is fitted for every trained reranker (variant × seed) on its own model-selection pairs, the held-out questions it already chose its epoch on (minimum cross-entropy to the held-out ratings; `vanilla`'s selection pairs are pseudo-rated: gold Excellent, negatives Bad). T > 1 means the model was over-confident. The fitted T per reranker, mean ± sd over its seeds, with the cross-entropy on its selection pairs before and after:
 
 # %% tags=["hide-input"]
 if TEMPERATURES:
@@ -195,6 +197,13 @@ if TEMPERATURES:
     quality = pd.concat([rating_quality_table(j).assign(p_phi=name) for name, j in joined.items()])
     quality = quality[quality["subset"] == "all"]
     display(
+        Markdown(
+            f"Rating quality on feedback_test ({len(test_items):,} items, never trained on) with P_phi raw and "
+            "scaled, mean over seeds (accuracy: the argmax rating against the annotators' majority, a share; not "
+            "QA accuracy):"
+        )
+    )
+    display(
         quality.groupby(["reranker", "p_phi"], sort=False)[["kl", "ece_excellent", "accuracy"]]
         .mean()
         .unstack()
@@ -220,8 +229,15 @@ if TEMPERATURES:
         [item_outcomes(per_item_rating_scores(j)).assign(p_phi=name) for name, j in joined.items()]
     )
     kl_cmp = compare(
-        per_item, system="p_phi", baseline="raw", within=["reranker"], value="kl", commit=COMMITS
+        per_item,
+        system="p_phi",
+        baseline="raw",
+        within=["reranker"],
+        value="kl",
+        describe="scaled P_phi vs raw P_phi, per reranker",
+        commit=COMMITS,
     )
+    kl_cmp = replace(kl_cmp, seeds="mean per item")  # per_item_rating_scores averaged the seeds
     print(kl_cmp.signature())
     display(
         comparison_table(
@@ -389,10 +405,10 @@ spread_domains = stability["w_range_domains"]
 # a reranker with one seed has no spread across seeds to measure: left out, not counted as 0
 spread_seeds = stability.loc[stability[s_cols].notna().sum(axis=1) > 1, "w_range_seeds"]
 print(
-    f"best w across domains: range {spread_domains.min():.2f}..{spread_domains.max():.2f} "
-    f"(median {spread_domains.median():.2f}); "
+    f"how far the best w moves between domains (largest minus smallest, per (RQA, reranker)): "
+    f"{spread_domains.min():.2f}..{spread_domains.max():.2f} (median {spread_domains.median():.2f}); "
     + (
-        f"across seeds ({len(spread_seeds)} (RQA, reranker) pairs with several seeds): range "
+        f"between seeds ({len(spread_seeds)} (RQA, reranker) pairs with several seeds): "
         f"{spread_seeds.min():.2f}..{spread_seeds.max():.2f} (median {spread_seeds.median():.2f})"
         if len(spread_seeds)
         else "across seeds: one seed present, no spread to measure"
@@ -415,6 +431,7 @@ tuned_family = compare(
     system="w_rule",
     baseline="sum",
     within=["rqa", "reranker"],
+    describe="w tuned on the other domains vs the sum, per (RQA, reranker)",
     commit=manifest["rerank"]["git_commit"],
 )
 tuned_cmp = tuned_family.table.xs("tuned", level="w_rule")
@@ -475,7 +492,14 @@ if DEPTH:
 
 # %% tags=["hide-input"]
 if DEPTH:
-    depth_cmp = compare(depth, system="depth", baseline=5, within=["reranker"], commit=COMMITS)
+    depth_cmp = compare(
+        depth,
+        system="depth",
+        baseline=5,
+        within=["reranker"],
+        describe="each depth k vs k = 5",
+        commit=COMMITS,
+    )
     print(depth_cmp.signature())
     shown = depth_cmp.table.reset_index()
     shown = shown[shown["depth"].isin([1, 2, 3, 5, 10, 15, 20])]
@@ -596,6 +620,14 @@ if TEMPERATURES:
         f"from {signed_text(100 * t1['delta'].min())} to {signed_text(100 * t1['delta'].max())} points"
         if len(t1)
         else "changes no run significantly"
+    )
+if DEPTH:
+    # depth in plain words: does rescoring more than the top 5 help any reranker measurably?
+    deeper = shown[(shown.depth > 5) & (shown["p_holm"] < 0.05) & (shown["delta"] > 0)]
+    plain += "; rescoring deeper than the top 5 " + (
+        f"helps significantly at {len(deeper)} of {int((shown.depth > 5).sum())} depths"
+        if len(deeper)
+        else f"helps at none of the {int((shown.depth > 5).sum())} depths tested (the depth line below gives k = 20)"
     )
 plain += "."
 lines.insert(0, plain)

@@ -176,7 +176,12 @@ def plot_explanation_lengths(feedback: pd.DataFrame, ax: Axes | None = None, cli
     words = explanation_lengths(feedback)
     data = [words.loc[words["rating"] == label, "words"].to_numpy() for label in LABELS]
     parts = ax.boxplot(
-        data, orientation="horizontal", patch_artist=True, showfliers=False, tick_labels=list(LABELS)
+        data,
+        orientation="horizontal",
+        patch_artist=True,
+        showfliers=False,
+        tick_labels=list(LABELS),
+        medianprops={"color": "black", "linewidth": 1.5},  # visible on every rating's colour
     )
     for patch, label in zip(parts["boxes"], LABELS, strict=True):
         patch.set_facecolor(RATING_COLORS[label])
