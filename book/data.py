@@ -80,7 +80,9 @@ lines = [
     f"Explanations are short: median {lengths['words'].median():.0f} words "
     f"(Bad {lengths.loc[lengths['rating'] == 'Bad', 'words'].median():.0f}, Excellent "
     f"{lengths.loc[lengths['rating'] == 'Excellent', 'words'].median():.0f}).",
-    f"{len(absent)} optional files are absent from the data folder, so the training protocol here is "
+    f"{len(absent)} optional files are absent from the data folder ("
+    + ", ".join(f"`{n.split(' ')[0]}`" for n in absent)
+    + "), so the training protocol here is "
     f"`{report.protocol}` (see below for what that changes).",
 ]
 display(Markdown("\n".join(f"- {x}" for x in lines)))
