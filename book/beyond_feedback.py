@@ -285,7 +285,12 @@ if TRANSFER:
                 CI_HEADER: [
                     interval(100 * a, 100 * b)
                     for a, b in zip(own["delta_ci_low"], own["delta_ci_high"], strict=True)
-                ]
+                ],
+                # beside a null, the smallest true difference the test would find (80% power)
+                "MDE": [
+                    f"{100 * m:.2f}" if p >= 0.05 else ""
+                    for m, p in zip(own["mde"], own["p_holm"], strict=True)
+                ],
             },
         )
         .rename_axis(columns=None)
@@ -323,7 +328,11 @@ if TRANSFER:
                 CI_HEADER: [
                     interval(a, b, 4)
                     for a, b in zip(own_kl["delta_ci_low"], own_kl["delta_ci_high"], strict=True)
-                ]
+                ],
+                "MDE": [
+                    f"{m:.4f}" if p >= 0.05 else ""
+                    for m, p in zip(own_kl["mde"], own_kl["p_holm"], strict=True)
+                ],
             },
         )
         .rename_axis(columns=None)
@@ -493,11 +502,25 @@ for r, row in learning.drop(index="none").iterrows() if CURVE else []:
         f"KL on feedback_test {kl_r:.4f} nats."
     )
 for d in qa.index if TRANSFER else []:
-    q_d, q_p = qa.loc[d, "leave-out - control"], qa.loc[d, "p (Holm)"]
-    k_d, k_p = kl_tab.loc[d, "leave-out - control"], kl_tab.loc[d, "p (Holm)"]
     lines.append(
-        f"Transfer, {d}: without its own feedback vs the size-matched control, QA {q_d:+.2f} points "
-        f"(Holm p {p_text(q_p)}), KL {k_d:+.4f} nats (Holm p {p_text(k_p)})."
+        f"Transfer, {d}: without its own feedback vs the size-matched control, QA {change_text(own.loc[d])}; "
+        f"KL {change_text(own_kl.loc[d], 1.0, 4, 'nats')}."
+    )
+if TRANSFER:
+    # transfer in plain words: does a domain's own feedback matter beyond the other domains'?
+    qa_sig = [d for d in own.index if own.loc[d, "p_holm"] < 0.05]
+    kl_worse = [d for d in own_kl.index if own_kl.loc[d, "p_holm"] < 0.05 and own_kl.loc[d, "delta"] > 0]
+    lines.insert(
+        1 if CURVE else 0,
+        "**Transfer, in plain words:** leaving a domain's own feedback out "
+        + (
+            f"changes QA accuracy on it measurably only for {', '.join(qa_sig)}"
+            if qa_sig
+            else f"changes QA accuracy on that domain measurably for none of the {len(own)} domains"
+        )
+        + ", and makes the ratings of its items significantly further from people's "
+        + (f"only for {', '.join(kl_worse)}" if kl_worse else "for none")
+        + " (against a control with as many pairs removed at random; Holm over the domains).",
     )
 if not CURVE:
     lines.append(
