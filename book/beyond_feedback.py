@@ -257,7 +257,7 @@ if CURVE:
 # %% [markdown]
 # ## 5. Transfer across domains
 #
-# For every feedback domain d: the RQA alone, the reranker trained on **all feedback**, the reranker trained **without d's feedback** (removed from training and from model selection), and a **size-matched control** that removes as many training pairs at random from all domains and selects on the same pairs as the leave-out run. The leave-out run and its control differ only in *which* feedback is missing: their difference on domain d is the value of d's own feedback beyond what the other domains' feedback gives (positive = own-domain feedback matters, about zero = feedback transfers). Everything is measured on domain d's questions (and items) only; Holm over the four domains of each comparison.
+# For every feedback domain d: the RQA alone, the reranker trained on **all feedback**, the reranker trained **without d's feedback** (removed from training and from model selection), and a **size-matched control** that removes as many training pairs at random from all domains and selects on the same pairs as the leave-out run. The leave-out run and its control differ only in *which* feedback is missing: their difference on domain d is the value of d's own feedback beyond what the other domains' feedback gives (Δ = without d's feedback − control: a negative Δ in accuracy or a positive Δ in KL means d's own feedback matters; about zero means feedback transfers). Everything is measured on domain d's questions (and items) only; Holm over the four domains of each comparison.
 
 # %% tags=["hide-input"]
 if TRANSFER:
@@ -307,6 +307,7 @@ if TRANSFER:
                     f"{100 * m:.2f}" if p >= 0.05 else ""
                     for m, p in zip(own["mde"], own["p_holm"], strict=True)
                 ],
+                "p (Holm)": [p_text(p) for p in own["p_holm"]],
             },
         )
         .rename_axis(columns=None)
@@ -349,15 +350,21 @@ if TRANSFER:
                     f"{m:.4f}" if p >= 0.05 else ""
                     for m, p in zip(own_kl["mde"], own_kl["p_holm"], strict=True)
                 ],
+                "p (Holm)": [p_text(p) for p in own_kl["p_holm"]],
             },
         )
         .rename_axis(columns=None)
     )
 
 
-# %% mystnb={"figure": {"caption": "KL from the annotators' distribution to P_phi on each domain's own feedback_test items (nats, lower is better), for the reranker trained on all feedback and the one trained without that domain's feedback."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "KL from the annotators' distribution to P_phi on each domain's own feedback_test items (nats, lower is better), for the reranker trained on all feedback, the one trained without that domain's feedback and its size-matched control (the y axis does not start at 0)."}} tags=["hide-input"]
 if TRANSFER:
-    shown = kl_t.table.reset_index().assign(value=lambda f: f["mean"])
+    shown = (
+        kl_tab[["all feedback", "without own domain", "size-matched control"]]
+        .rename_axis("domain")
+        .reset_index()
+        .melt(id_vars="domain", var_name="training", value_name="value")
+    )
     ax = plot_grouped_bars(shown, "domain", "training", "value")
     ax.set_ylabel("KL to annotators, own domain (nats)")
     ax.set_ylim(shown["value"].min() * 0.95, shown["value"].max() * 1.03)

@@ -308,14 +308,15 @@ if TEMPERATURES:
         )
     )
     print(scaling_cmp.signature())
-    display(
-        comparison_table(
-            scaling_cmp.table.reset_index().set_index(["rqa", "reranker", "scaling"]),
-            names=["RQA", "reranker", "scoring"],
-            mean_header="accuracy (%)",
-            wtl=False,
-        ).rename(index=breakable, level="reranker")
-    )
+    with pd.option_context("display.max_rows", None):  # every (RQA, reranker, scoring) row, none elided
+        display(
+            comparison_table(
+                scaling_cmp.table.reset_index().set_index(["rqa", "reranker", "scaling"]),
+                names=["RQA", "reranker", "scoring"],
+                mean_header="accuracy (%)",
+                wtl=False,
+            ).rename(index=breakable, level="reranker")
+        )
 if SELECTION_NOTE:
     display(
         Markdown(
@@ -461,7 +462,7 @@ print(
 #
 # The paper reranks the RQA's top 5. `fqa run beyond` scores the hybrid system's top 20 with the `combined` reranker, the paper's best reranker (every seed it has; ranks 1..5 are the very numbers of `candidates.parquet`). Accuracy of reranking the top k with the paper's sum, k = 1 (the RQA alone) .. 20, against the ceiling a perfect reranker would reach: recall@k, the share of questions whose gold passage is within the top k.
 
-# %% mystnb={"figure": {"caption": "Left: accuracy@1 (%) of reranking the hybrid system's top k with the paper's sum (per reranker, seed-averaged, 95% bootstrap band) against the hybrid system alone (dashed). Right: recall@k (%), the ceiling a perfect reranker would reach. The dotted vertical line marks the paper's k = 5."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Left: accuracy@1 (%) of reranking the hybrid system's top k with the paper's sum (the combined reranker, seed-averaged, 95% bootstrap band) against the hybrid system alone (dashed). Right: recall@k (%), the ceiling a perfect reranker would reach. The dotted vertical line marks the paper's k = 5."}} tags=["hide-input"]
 if DEPTH:
     K = list(range(1, 21))
     depth = depth_curve(deep, K)
