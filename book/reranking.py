@@ -660,8 +660,8 @@ recipe_view = pd.DataFrame(
 print(
     f"{relevance['eval_questions']} held-out questions, seed 0; the rerank stage's recipe: "
     f"{default_recipe or 'not in the table'}; Holm over {len(recipe_cmp)} comparison(s) with {BASE_RECIPE}; "
-    "distinct QA-train question texts trained on (a text asked in two domains counts once here and gives pairs "
-    "in each, so pairs / questions can exceed 1 + negatives): "
+    "distinct QA-train question texts trained on (a text that occurs more than once in the QA-train files counts "
+    "once here and gives pairs each time, so pairs / questions can exceed 1 + negatives): "
     + ", ".join(f"{r} {recipe_info[r]['fit_questions']:,}" for r in recipes.index)
 )
 print(recipe_comparison_.signature())
