@@ -611,10 +611,17 @@ def prior_comparison(
         >>> # KL per item: log(1/0.7) and .5 log(.5/.1) + .5 log(.5/.7) against log 4 and log 2
         >>> round(float(cmp.table.loc["m", "delta"]), 3)
         -0.543
+        >>> one = prior_comparison(pred[pred["item_id"] == 0], [0.25] * 4, items, ["m"])  # item 0 rated only
+        >>> int(one.table.loc["m", "n"]), round(float(one.table.loc["m", "delta"]), 3)  # log(1/0.7) - log 4
+        (1, -1.03)
     """
     rows = predictions[predictions["reranker"].isin(list(rerankers))]
+    if rows.empty:
+        raise ValueError(f"no rating predictions of {sorted(rerankers)} to compare with the training prior")
+    # the prior on the items the rerankers rated (a --subset run rates only some of feedback_test)
+    rated = items.merge(rows[["domain", "item_id"]].drop_duplicates(), on=["domain", "item_id"])
     scores = per_item_rating_scores(
-        join_annotators(pd.concat([rows, constant_predictions(prior, items)]), items)
+        join_annotators(pd.concat([rows, constant_predictions(prior, rated)]), rated)
     )
     return item_comparison(
         scores, "prior", "kl", "each reranker trained on feedback vs the training prior", commit
