@@ -512,7 +512,8 @@ if CURVE:
         + "), but "
         + (
             "no share of it makes the QA system measurably more accurate than the RQA alone "
-            f"(Holm p ≥ {p_text(gains['p_holm'].min())})."
+            f"(Holm p ≥ {p_text(gains['p_holm'].min())}; MDE {gains['mde'].min():.2f} to {gains['mde'].max():.2f} "
+            "points)."
             if (gains["p_holm"] >= 0.05).all()
             else "its effect on QA accuracy is in the table below."
         )
@@ -539,7 +540,8 @@ if TRANSFER:
         + (
             f"changes QA accuracy on it measurably only for {', '.join(qa_sig)}"
             if qa_sig
-            else f"changes QA accuracy on that domain measurably for none of the {len(own)} domains"
+            else f"changes QA accuracy on that domain measurably for none of the {len(own)} domains (MDE "
+            f"{100 * own['mde'].min():.2f} to {100 * own['mde'].max():.2f} points)"
         )
         + ", and makes the ratings of its items significantly further from people's "
         + (f"only for {', '.join(kl_worse)}" if kl_worse else "for none")
