@@ -123,7 +123,9 @@ if CURVE:
     exp_ratings = load_table(RESULTS, "feedback_experiment_ratings.parquet")
     exp_ratings["reranker"] = exp_ratings["experiment"] + ":" + exp_ratings["setting"]
     items = item_outcomes(per_item_rating_scores(join_annotators(exp_ratings, test_items)))
-    print(f"{len(runs)} reranker runs; {outcomes.question_id.size:,} (run, question) outcomes")
+    print(
+        f"{len(runs)} reranker runs; {outcomes.question_id.size:,} (run, question) outcomes, the RQA alone's included"
+    )
 
 
 # %% [markdown]

@@ -630,7 +630,8 @@ if DEPTH:
     plain += "; rescoring deeper than the top 5 " + (
         f"helps significantly at {len(deeper)} of the {len(beyond5)} depths k = 6..20"
         if len(deeper)
-        else f"helps at none of the {len(beyond5)} depths k = 6..20 (Holm over every k)"
+        else f"helps at none of the {len(beyond5)} depths k = 6..20 (Holm over every k; MDE "
+        f"{100 * beyond5['mde'].min():.2f} to {100 * beyond5['mde'].max():.2f} points)"
     )
 plain += "."
 lines.insert(0, plain)
