@@ -42,6 +42,7 @@ from fqa_analysis.core.reranking import (
     compare_to_baseline,
     constant_rating_quality,
     feedback_pairs,
+    item_comparison,
     join_annotators,
     per_item_rating_scores,
     prior_comparison,
@@ -308,9 +309,9 @@ else:
 if have("feedback_kl", "feedback_ce_majority"):
     per_item = per_item_rating_scores(join_annotators(predictions, test_items))
     losses = per_item[per_item["reranker"].isin(LOSSES)]
-    loss = compare(
-        losses, system="reranker", baseline="feedback_kl", value="kl", keys=ITEM_KEYS, strata=["domain"]
-    ).table.loc["feedback_ce_majority"]
+    loss = item_comparison(losses, "feedback_kl", "kl", "each cross-entropy loss vs feedback_kl").table.loc[
+        "feedback_ce_majority"
+    ]
     loss_qa = compare_to_baseline(
         outcomes[outcomes["reranker"].isin(LOSSES)], baseline="feedback_kl"
     ).table.loc[(RQA, "feedback_ce_majority")]
@@ -381,13 +382,11 @@ if EXPLAIN_RATE and have(RATE_ONLY) and not EXPLAIN_RATE_DIRTY:
         ],
         ignore_index=True,
     )
-    rating_kl = compare(
+    rating_kl = item_comparison(
         per_item_rating_scores(join_annotators(explained, test_items)),
-        system="reranker",
-        baseline=RATE_ONLY,
-        value="kl",
-        keys=ITEM_KEYS,
-        strata=["domain"],
+        RATE_ONLY,
+        "kl",
+        "each explain-then-rate form vs rate-only",
     ).table
     paper_line = ""
     if PAPER_FORM_SHOWN:

@@ -127,6 +127,10 @@ over_qa = compare_family(rescored, FEEDBACK_PAIRS, commit=stage["git_commit"]) i
 targets = rerank_targets(
     quality, micro.table.loc[RQA], rating_kl, prior_kl, [v for v in FEEDBACK if v not in SCRATCH]
 )
+# target 3 counts any reranker, the relevance model too: the findings and the targets table name the
+# best reranker trained on feedback beside the best overall
+alone_means = quality.groupby("reranker")["alone"].mean()
+fed_alone = alone_means[[r for r in alone_means.index if r in FEEDBACK]]
 
 # the warm variants with the relevance model's lower k layers frozen, from every frozen_k*/ folder
 # inside the results folder; seed 0 on both sides (the frozen runs are seed 0)
@@ -275,10 +279,8 @@ if not freezing.empty:
         )
 met = targets["met"].dropna()
 # target 3 counts any reranker: say so when only one trained without feedback meets it
-alone_by = quality.groupby("reranker")["alone"].mean()
-fed_alone = alone_by[[r for r in alone_by.index if r in FEEDBACK]]
 alone_note = (
-    f" (target 3 only by `{alone_by.idxmax()}`, trained without feedback; the best reranker trained on "
+    f" (target 3 only by `{alone_means.idxmax()}`, trained without feedback; the best reranker trained on "
     f"feedback alone: {100 * fed_alone.max():.1f}%, `{fed_alone.idxmax()}`)"
     if bool(targets["met"].iloc[2]) and len(fed_alone) and fed_alone.max() < 0.60
     else ""
@@ -447,9 +449,6 @@ comparison_table(
 # What a reranker that works should reach, each measured on {glue}`rqa_name` (seed means) beside its goal: it separates gold from other candidates (AUC), rates closer to the annotators than a constant (KL), answers well alone (argmax P(Excellent); any reranker counts, the best trained on feedback is named beside it) and lifts the RQA (the best reranked system, significant after Holm). A target a run still missing from `results/` would measure is marked "not measured".
 
 # %% tags=["hide-input"]
-# target 3 counts any reranker, the relevance model too: the best trained on feedback is named beside it
-alone_means = quality.groupby("reranker")["alone"].mean()
-FED_ALONE = [r for r in alone_means.index if r in FEEDBACK]
 # target 4's best reranked system, and the best whose reranker is trained on feedback
 GAINS_HERE = micro.table.loc[RQA]
 TOP_GAIN = GAINS_HERE["delta"].astype(float).idxmax()
@@ -461,12 +460,12 @@ FORMATS = {
     4: lambda v, p: f"{100 * v:+.2f} ({TOP_GAIN}), Holm p {p_text(p)}",
 }
 MET = ["not measured" if m is None else ("yes" if m else "no") for m in targets["met"]]
-if MET[2] == "yes" and FED_ALONE and alone_means.idxmax() not in FED_ALONE:
+if MET[2] == "yes" and len(fed_alone) and alone_means.idxmax() not in fed_alone.index:
     MET[2] = f"yes, by {alone_means.idxmax()}"
 # target 3 counts any reranker: the best trained on feedback gets its own column when it is not the best
 FED_BEST = (
-    f"{100 * alone_means[FED_ALONE].max():.1f}% ({alone_means[FED_ALONE].idxmax()})"
-    if FED_ALONE and alone_means.idxmax() not in FED_ALONE
+    f"{100 * fed_alone.max():.1f}% ({fed_alone.idxmax()})"
+    if len(fed_alone) and alone_means.idxmax() not in fed_alone.index
     else ""
 )
 pd.DataFrame(

@@ -660,9 +660,9 @@ def loss_comparisons(
         [0.05, -0.1, 0.2, 0.0, 0.5, -0.5]
     """
     parts = []
+    family = f"each other reranker vs {baseline}, per metric and agreement subset"
     for metric in metrics:
         for subset, part in _subsets(per_item).items():
-            family = f"each other reranker vs {baseline}, per metric and agreement subset"
             cmp = item_comparison(part, baseline, metric, family, commit)
             parts.append(cmp.table.reset_index().assign(metric=metric, subset=subset))
     out = pd.concat(parts, ignore_index=True)
