@@ -42,7 +42,7 @@ from fqa_analysis.core.experiments import (
 )
 from fqa_analysis.core.failures import failure_categories, page_overlap
 from fqa_analysis.core.plots import plot_grouped_bars, plot_lines
-from fqa_analysis.core.ratings import item_ratings, rating_prior
+from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import (
     CI_HEADER,
     change_text,
@@ -67,7 +67,7 @@ from fqa_analysis.core.results import (
     results_dir,
     stage_cost,
 )
-from fqa_analysis.models.reranker.pairs import feedback_item_sets
+from fqa_analysis.models.reranker.pairs import training_prior
 
 RESULTS = results_dir()
 candidates = load_candidates(RESULTS)
@@ -113,13 +113,13 @@ if CURVE:
         data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))
     )
     # the constant any rating model must beat: the training prior (the training feedback's average rating)
-    fit_items, _ = feedback_item_sets(
+    prior = training_prior(
         stage["protocol"],
         data.available_feedback(data.resolve_data_dir(None), "train"),
         data.available_feedback(data.resolve_data_dir(None), "valid"),
         stage["config"]["rerank"]["holdout"],
     )
-    prior_kl = constant_rating_quality(rating_prior([it.ratings for it in fit_items]), test_items)["kl"]
+    prior_kl = constant_rating_quality(prior, test_items)["kl"]
     exp_ratings = load_table(RESULTS, "feedback_experiment_ratings.parquet")
     exp_ratings["reranker"] = exp_ratings["experiment"] + ":" + exp_ratings["setting"]
     items = item_outcomes(per_item_rating_scores(join_annotators(exp_ratings, test_items)))
@@ -207,16 +207,36 @@ if CURVE:
         kl_cmp.table[["delta", "delta_ci_low", "delta_ci_high", "p_holm"]]
     )
     print(kl_cmp.signature())
-    display(
-        comparison_table(
-            kl_cmp.table.rename(index=share_label),
-            names=["feedback used"],
-            scale=1.0,
-            digits=4,
-            mean_header="KL (nats)",
-            delta_header="Δ vs all the feedback",
-        ).drop(columns="W / T / L", errors="ignore")
+    kl_shown = comparison_table(
+        kl_cmp.table.rename(index=share_label),
+        names=["feedback used"],
+        scale=1.0,
+        digits=4,
+        mean_header="KL (nats)",
+        delta_header="Δ vs all the feedback",
+    ).drop(columns="W / T / L", errors="ignore")
+    # the reference every row is compared with, as its own row
+    kl_shown.loc[share_label("fraction:1")] = (
+        [f"{kl_table.loc['fraction:1', 'mean']:.4f}"] + ["(reference)"] + ["" for _ in kl_shown.columns[2:]]
     )
+    display(kl_shown)
+    rerank_ratings = load_table(RESULTS, "rating_predictions.parquet")
+    # per_item_rating_scores averages a reranker's seeds per item: one call per seed
+    seed_kl = pd.Series(
+        {
+            int(seed): per_item_rating_scores(join_annotators(rows, test_items))["kl"].mean()
+            for seed, rows in rerank_ratings[rerank_ratings["reranker"] == "feedback_kl"].groupby("seed")
+        }
+    )
+    if len(seed_kl) > 1:  # why the reranking chapter prints another KL for the same reranker
+        display(
+            Markdown(
+                f"All the feedback is seed 0 of the reranking chapter's `feedback_kl` (KL {seed_kl.loc[0]:.4f}); "
+                f"that chapter's tables average its {len(seed_kl)} seeds ({seed_kl.mean():.4f}; per seed "
+                + ", ".join(f"{v:.4f}" for v in seed_kl)
+                + "), so it prints another KL for the same reranker."
+            )
+        )
 
 
 # %% mystnb={"figure": {"caption": "Left: accuracy gain of the reranked hybrid over the hybrid alone (points, 95% CI) against the share of the training feedback used; right: KL from the annotators' distribution to P_phi on feedback_test (nats, 95% CI; dashed: the training prior, a constant prediction). One seed per run; log-scaled x axis."}} tags=["hide-input"]

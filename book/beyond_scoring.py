@@ -87,13 +87,21 @@ SELECTED = complete_groups(manifest["beyond"], "selection", CURRENT)
 SELECTION_NOTE = missing_runs_note(manifest["beyond"], ["selection"], CURRENT, shown=SELECTED)
 DEPTH_NOTE = missing_runs_note(manifest["beyond"], ["deep"], CURRENT)
 TEMPERATURES, DEPTH = bool(SELECTED), DEPTH_NOTE is None
+# this page's runs of the beyond stage (the learning-curve and transfer runs are Beyond II's)
+PAGE_RUNS = {
+    kind: [r for r in runs if r.startswith(("selection/", "deep/"))]
+    for kind, runs in (
+        ("present", manifest["beyond"].get("run_commits", {})),
+        ("planned", manifest["beyond"].get("planned", [])),
+    )
+}
 NO_COMBINED = Markdown("*Needs the `combined` reranker in `results/`; not there yet.*")
 print(
     f"protocol {manifest['beyond']['protocol']}; RQA systems {', '.join(SYSTEMS)}; rerankers "
     f"{', '.join(VARIANTS)}; seeds {', '.join(map(str, SEEDS))}; the beyond stage's results "
     + (
-        f"are computed on these rerankers ({len(manifest['beyond']['run_commits'])} runs present, "
-        f"{len(manifest['beyond']['planned'])} still planned)"
+        f"are computed on these rerankers (this page's runs, rating temperatures and depth: "
+        f"{len(PAGE_RUNS['present'])} present, {len(PAGE_RUNS['planned'])} still planned)"
         if CURRENT
         else "are not shown yet: they ran on other rerankers than these"
     )

@@ -39,7 +39,13 @@ from fqa_analysis.core.report import (
     variety_table,
 )
 from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
-from fqa_analysis.core.text_metrics import OPENING_WORDS, corpus_bleu, distinct_share, variety
+from fqa_analysis.core.text_metrics import (
+    OPENING_WORDS,
+    corpus_bleu,
+    distinct_share,
+    readable_opening,
+    variety,
+)
 
 pd.set_option("display.max_colwidth", 120)
 RESULTS = results_dir()
@@ -143,7 +149,7 @@ lines = [
     f"**In plain words:** the generator follows the rating it explains (at least as consistently as people "
     f"for {len(met)} of 4 ratings) and is {sim_word} people's explanations as retrieving another person's "
     f"explanation of a similar pair, but it repeats itself: its most common {OPENING_WORDS}-word opening "
-    f'("{gen_open["opening"]}") starts {gen_open["opening_share"]:.0%} of its explanations, people\'s '
+    f'("{readable_opening(gen_open["opening"])}") starts {gen_open["opening_share"]:.0%} of its explanations, people\'s '
     f"{human_open['opening_share']:.0%}.",
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
     "rating), generator vs annotators: "

@@ -34,7 +34,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.compare import ITEM_KEYS, compare, significance_counts
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
-from fqa_analysis.core.ratings import item_ratings, predicted_rating, rating_prior
+from fqa_analysis.core.ratings import item_ratings, predicted_rating
 from fqa_analysis.core.report import NBSP, change_text, interval, p_text, plus_minus, signed_text
 from fqa_analysis.core.reranking import (
     best_feedback_gain,
@@ -60,8 +60,8 @@ from fqa_analysis.core.results import (
     runs_by_kind,
     total_cost,
 )
-from fqa_analysis.core.text_metrics import variety
-from fqa_analysis.models.reranker.pairs import feedback_item_sets
+from fqa_analysis.core.text_metrics import readable_opening, variety
+from fqa_analysis.models.reranker.pairs import training_prior
 
 RESULTS = results_dir()
 MANIFEST_STAGES = load_manifest(RESULTS)["stages"]  # read once: which stages ran, at which commits
@@ -192,16 +192,14 @@ if pairs and "vanilla" in gains.index:
             "accurate: what the rerankers add on the weaker systems comes from the QA data they start from"
         )
 if "feedback_kl" in set(predictions["reranker"]):
-    fit_items, _ = feedback_item_sets(
+    prior = training_prior(
         load_stage(RESULTS, "rerank")["protocol"],
         data.available_feedback(data_dir, "train"),
         data.available_feedback(data_dir, "valid"),
     )
-    prior_kl = constant_rating_quality(rating_prior([it.ratings for it in fit_items]), test_items)["kl"]
+    prior_kl = constant_rating_quality(prior, test_items)["kl"]
     # every reranker trained on feedback against the constant training prior, per item, Holm over them
-    vs_prior = prior_comparison(
-        predictions, rating_prior([it.ratings for it in fit_items]), test_items, FED
-    ).table
+    vs_prior = prior_comparison(predictions, prior, test_items, FED).table
     closer = vs_prior[(vs_prior["p_holm"] < 0.05) & (vs_prior["delta"] < 0)]
     others = vs_prior.drop(index=closer.index)
     kl_feedback = vs_prior.loc["feedback_kl", "mean"]
@@ -342,7 +340,7 @@ answers.append(
     f"**Explanations.** A rating classifier trained on people's explanations reads the generator's explanations "
     f"as the rating they explain {gen['consistent'].mean():.0%} of the time (the annotators' own explanations of "
     f"the same test items: {humans['consistent'].mean():.0%}), but largely "
-    f'through stock sentences: "{gen_var["opening"]}" opens {gen_var["opening_share"]:.0%} of them, '
+    f'through stock sentences: "{readable_opening(gen_var["opening"])}" opens {gen_var["opening_share"]:.0%} of them, '
     f"while people's most common four-word opening opens {human_var['opening_share']:.0%} of theirs. "
     f"Embedding similarity to the annotators' explanations against the retrieval explainer: "
     f"{ci(sim, 1.0, 3, '')}. See {{doc}}`explanations`."

@@ -28,7 +28,7 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import significance_counts
 from fqa_analysis.core.paper import PAPER_GAINS, PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.plots import plot_gains
-from fqa_analysis.core.ratings import item_ratings, rating_prior
+from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import (
     breakable,
     change_text,
@@ -72,7 +72,7 @@ from fqa_analysis.core.results import (
     stage_cost,
     stage_recipe,
 )
-from fqa_analysis.models.reranker.pairs import feedback_item_sets
+from fqa_analysis.models.reranker.pairs import training_prior
 from fqa_analysis.models.reranker.variants import VARIANTS, planned_runs
 
 pd.set_option("display.max_columns", 20)
@@ -102,10 +102,9 @@ data_dir = data.resolve_data_dir(None)
 items = item_ratings(data.feedback_frame(data.available_feedback(data_dir, "test")))
 per_item = per_item_rating_scores(join_annotators(load_table(RESULTS, "rating_predictions.parquet"), items))
 rating_kl = per_item.groupby("reranker")["kl"].mean()
-fit_items, _ = feedback_item_sets(
+prior = training_prior(
     stage["protocol"], data.available_feedback(data_dir, "train"), data.available_feedback(data_dir, "valid")
 )
-prior = rating_prior([it.ratings for it in fit_items])
 prior_kl = constant_rating_quality(prior, items)["kl"]
 
 PAPER_COLUMNS = {

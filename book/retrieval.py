@@ -216,7 +216,7 @@ if fusion is not None:
 #
 # A reranker can only pick among the RQA's top k, so recall@5 (the gold passage is among the five) is the highest accuracy any top-5 reranker can reach, and the gap between recall@5 and accuracy@1 is what feedback can win. Curves over the four feedback domains' test questions, k = 1..20, ranks in each question's own domain pool:
 
-# %% mystnb={"figure": {"caption": "Recall@k of each RQA system over the four feedback domains' test questions (micro), k = 1..20 (share of questions), ranks in each question's own domain pool; the dashed line marks k = 5, the candidates a reranker sees (recall@5 is its ceiling)."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Recall@k of each RQA system over the four feedback domains' test questions (micro), k = 1..20 (% of questions), ranks in each question's own domain pool; the dashed line marks k = 5, the candidates a reranker sees (recall@5 is its ceiling)."}} tags=["hide-input"]
 plot_recall_curves(curve)
 plt.title("Recall@k, four feedback domains (micro)")
 plt.show()

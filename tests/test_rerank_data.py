@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from fqa_analysis.models.reranker.pairs import (
     holdout_by_question,
     pseudo_rated_pairs,
     training_examples,
+    training_prior,
 )
 
 
@@ -37,6 +39,29 @@ def test_available_protocol_uses_who_train_and_all_valid(tiny_data: Path) -> Non
     assert {p.source for p in fit} == {"feedback"}
     with pytest.raises(ValueError, match="missing"):
         feedback_training_sets("paper", train, _items(tiny_data, "valid"))
+
+
+def test_training_prior_averages_the_training_items_only(tiny_data: Path) -> None:
+    train = [data.load_feedback_split(tiny_data, "WHO", "train")]
+    valid = _items(tiny_data, "valid")
+    # every item of the tiny data is rated (Excellent, Acceptable) in some order
+    assert training_prior("available", train, valid).tolist() == [0.0, 0.0, 0.5, 0.5]
+    # WHO train item 2 becomes (Bad, Bad); the held-out items become Bad too, and must not count
+    fit, _ = holdout_by_question([it for s in [*train, *valid] for it in s.items], 0.2, 0)
+    fit_ids = {(it.domain, it.split, it.item_id) for it in fit}
+
+    def bad(split: data.FeedbackSplit, only: int | None) -> data.FeedbackSplit:
+        items = tuple(
+            replace(it, ratings=("Bad", "Bad"))
+            if ((it.domain, it.split, it.item_id) not in fit_ids and only is None) or it.item_id == only
+            else it
+            for it in split.items
+        )
+        return replace(split, items=items)
+
+    # 10 training items: 9 x (0, 0, .5, .5) and one (1, 0, 0, 0), each item one vote
+    prior = training_prior("available", [bad(train[0], 2)], [bad(s, None) for s in valid])
+    assert prior.round(6).tolist() == [0.1, 0.0, 0.45, 0.45]
 
 
 def test_pseudo_ratings_gold_excellent_top_non_gold_bad(tiny_data: Path) -> None:

@@ -193,10 +193,10 @@ def plot_explanation_lengths(feedback: pd.DataFrame, ax: Axes | None = None, cli
 
 
 def plot_recall_curves(curve: pd.DataFrame, system: str = "rqa", ax: Axes | None = None) -> Axes:
-    """Recall@k against k, one line per system (from :func:`~fqa_analysis.core.metrics.recall_curve`).
+    """Recall@k in % against k, one line per system (from :func:`~fqa_analysis.core.metrics.recall_curve`).
 
     A vertical line marks k = 5, the candidates the reranker sees: recall@5 is the ceiling of
-    top-5 reranking.
+    top-5 reranking. In % as the chapters' tables print recall, so a reader compares like with like.
     """
     ax = _axes(ax, (7, 3.6))
     # a marker per line besides its colour: curves that run close stay apart in print and for colour blindness
@@ -205,7 +205,7 @@ def plot_recall_curves(curve: pd.DataFrame, system: str = "rqa", ax: Axes | None
     ):
         ax.plot(
             group["k"],
-            group["recall"],
+            100 * group["recall"],
             marker=marker,
             markersize=3.5,
             label=str(name),
@@ -214,8 +214,8 @@ def plot_recall_curves(curve: pd.DataFrame, system: str = "rqa", ax: Axes | None
     ax.axvline(5, color="grey", linestyle="--", linewidth=0.8)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("k")
-    ax.set_ylabel("recall@k (micro)")
-    ax.set_ylim(0, 1)
+    ax.set_ylabel("recall@k (%, micro)")
+    ax.set_ylim(0, 100)
     ax.legend(frameon=False)
     return ax
 

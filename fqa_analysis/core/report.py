@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from fqa_analysis.core.compare import Comparison
+from fqa_analysis.core.text_metrics import readable_opening
 
 __all__ = [
     "CI_HEADER",
@@ -388,7 +389,7 @@ def variety_table(rows: dict[str, dict[str, Any]], index: str = "explainer") -> 
         {
             "texts": varied["texts"].astype(int),
             "distinct": [f"{v:.1%}" for v in varied["distinct"]],
-            "most common opening": varied["opening"],
+            "most common opening": [readable_opening(str(o)) for o in varied["opening"]],
             "its share": [f"{v:.1%}" for v in varied["opening_share"]],
             "words": varied["words"].astype(float).round(1),
             "grounding": varied["grounding"].astype(float).round(2),

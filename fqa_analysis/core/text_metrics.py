@@ -36,6 +36,7 @@ __all__ = [
     "opening_counts",
     "opening_of",
     "opening_shares",
+    "readable_opening",
     "rouge_l",
     "tokens",
     "variety",
@@ -156,6 +157,20 @@ def opening_of(text: str, words: int = OPENING_WORDS) -> str:
         'this answer is irrelevant'
     """
     return " ".join(tokens(text)[:words])
+
+
+def readable_opening(opening: str) -> str:
+    """An opening (:func:`opening_of`) for the page: contractions :func:`tokens` split, rejoined.
+
+    The tokens drop apostrophes, so "doesn't" counts as two words, "doesn t"; a reader sees
+    "doesn't". Display only: counting keeps the tokens (what the explainers' measures use).
+
+    Example:
+        >>> readable_opening("the answer doesn t"), readable_opening("it s what we re")
+        ("the answer doesn't", "it's what we're")
+    """
+    joined = re.sub(r"\b(\w+n) t\b", r"\1't", opening)
+    return re.sub(r"\b(\w+) (s|re|ve|ll)\b", r"\1'\2", joined)
 
 
 def opening_counts(texts: Sequence[str], words: int = OPENING_WORDS) -> dict[str, float]:

@@ -29,7 +29,7 @@ from typing import Literal
 
 import numpy as np
 
-from fqa_analysis.core.ratings import LABELS, majority_label, rating_distribution, rating_value
+from fqa_analysis.core.ratings import LABELS, majority_label, rating_distribution, rating_prior, rating_value
 from fqa_analysis.data import FEEDBACK_DOMAINS, FeedbackItem, FeedbackSplit, QASplit
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "question_groups",
     "random_removal",
     "training_examples",
+    "training_prior",
 ]
 
 
@@ -126,6 +127,24 @@ def feedback_item_sets(
         pool += [it for s in valid for it in s.items]
         return holdout_by_question(pool, fraction, seed)
     raise ValueError(f"unknown protocol {protocol!r}; use 'paper' or 'available'")
+
+
+def training_prior(
+    protocol: str,
+    train: Sequence[FeedbackSplit],
+    valid: Sequence[FeedbackSplit],
+    fraction: float = 0.2,
+    seed: int = 0,
+) -> np.ndarray:
+    """The training prior of a protocol: the average rating distribution of its training items.
+
+    The constant a rating model trained on that feedback must beat (it predicts the same
+    distribution for every pair); the chapters score it with
+    :func:`~fqa_analysis.core.reranking.constant_rating_quality`. Arguments as
+    :func:`feedback_item_sets`, whose training items it averages (each item weighs as one).
+    """
+    fit, _ = feedback_item_sets(protocol, train, valid, fraction, seed)
+    return rating_prior([it.ratings for it in fit])
 
 
 def feedback_training_sets(
