@@ -194,7 +194,13 @@ if READY:
             if len(significant) <= len(qa_rows) // 4
             else "matters for QA accuracy"
         )
-        + f" (different from `feedback_kl` in {len(significant)} of {len(qa_rows)} (RQA, loss) pairs), and it "
+        + f" (different from `feedback_kl` in {len(significant)} of {len(qa_rows)} (RQA, loss) pairs"
+        + (
+            f"; MDE of the others {100 * qa_nulls['mde'].min():.2f} to {100 * qa_nulls['mde'].max():.2f} points"
+            if len(qa_nulls := qa_rows[(qa_rows["p_holm"] >= 0.05) & (qa_rows["mde"] > 0)])
+            else ""
+        )
+        + "), and it "
         f"moves the ratings' KL to the annotators by at most {largest:.3f} nats on all items "
         f"(`feedback_kl`: {means.loc['feedback_kl', 'kl']:.3f}); "
         + (

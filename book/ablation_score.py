@@ -72,7 +72,12 @@ lines = [
     f"rescored): E[y]/3 is significantly better than P(Excellent) in {sig['better']} of {sig['rows']} "
     f"(RQA, reranker) pairs, significantly worse in {sig['worse']}, and not significantly different in "
     f"{sig['not significant']} (Holm over all {sig['rows']} pairs, p < 0.05); the differences range "
-    f"{100 * ablation['delta'].min():+.2f} to {100 * ablation['delta'].max():+.2f} points.",
+    f"{100 * ablation['delta'].min():+.2f} to {100 * ablation['delta'].max():+.2f} points"
+    + (
+        f" (MDE of the nulls {100 * nulls['mde'].min():.2f} to {100 * nulls['mde'].max():.2f} points)."
+        if len(nulls := ablation[(ablation["p_holm"] >= 0.05) & (ablation["mde"] > 0)])
+        else "."
+    ),
     "On the hybrid RQA, E[y]/3 - P(Excellent) (same Holm family): "
     + "; ".join(f"`{r}` {change_text(row)}" for r, row in hyb.iterrows())
     + ".",

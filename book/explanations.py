@@ -145,6 +145,25 @@ compute_min, _ = stage_cost(stage)
 gen_open = variety(gen["explanation"].tolist(), words=OPENING_WORDS)
 human_open = variety(humans["explanation"].tolist(), words=OPENING_WORDS)
 sim_word = "as close to" if sim["p_holm"] >= 0.05 else ("closer to" if sim["delta"] > 0 else "further from")
+# the question and passage of every feedback_test item (the results hold ids only), for grounding
+test_files = data.all_feedback(data.resolve_data_dir(None), None)["test"]
+PAIRS = {(it.domain, it.item_id): (it.question, it.passage.text) for f in test_files for it in f.items}
+
+
+def variety_row(frame):
+    """:func:`variety` of one explainer's rows (their items' question and passage for grounding)."""
+    pairs = [PAIRS[(d, i)] for d, i in zip(frame["domain"], frame["item_id"], strict=True)]
+    return variety(frame["explanation"].tolist(), pairs, words=4)
+
+
+grounded = {
+    name: variety_row(frame)["grounding"]
+    for name, frame in (
+        ("generator", gen),
+        ("retrieval_same_rating", majority[majority["explainer"] == "retrieval_same_rating"]),
+        ("humans", humans),
+    )
+}
 lines = [
     f"**In plain words:** the generator follows the rating it explains (at least as consistently as people "
     f"for {len(met)} of 4 ratings) and is {sim_word} people's explanations as retrieving another person's "
@@ -165,6 +184,15 @@ lines = [
     f"humans {humans['rouge_l'].mean():.3f}.",
     f"Distinct explanations: generator {distinct_share(gen['explanation'].tolist()):.0%} of {len(gen):,} "
     f"(humans {distinct_share(humans['explanation'].tolist()):.0%}).",
+    f"Grounding (the share of an explanation's content words found in its question or passage): generator "
+    f"{grounded['generator']:.2f}, retrieval_same_rating {grounded['retrieval_same_rating']:.2f}, humans "
+    f"{grounded['humans']:.2f}: the generator names "
+    + (
+        "fewer of the pair's own words than people do"
+        if grounded["generator"] < grounded["humans"]
+        else "at least as many of the pair's own words as people do"
+    )
+    + " (the variety table below; the examples show what it names).",
     (
         f"Decoding, adopted on held-out explanations by the rule below: {chosen.name}"
         if USED == "adopted"
@@ -344,18 +372,8 @@ plt.show()
 # People explain each answer in their own words; a system that writes a few stock sentences can still score well on consistency and word overlap. Per explainer (majority rating) and for the annotators: the share of **distinct** explanations, the **most common opening** (first four words, lower-cased) and the share of explanations it opens, the mean length in words, and **grounding**: the share of an explanation's content words (not stop words) that occur in its question or passage, a rough measure of how much of what it names is about the pair at hand (generic words such as "answer" count as not found, for everyone alike).
 
 # %% tags=["hide-input"]
-# the question and passage of every feedback_test item (the results hold ids only)
-test_files = data.all_feedback(data.resolve_data_dir(None), None)["test"]
-PAIRS = {(it.domain, it.item_id): (it.question, it.passage.text) for f in test_files for it in f.items}
+# PAIRS and variety_row: defined with the findings (grounding is one of them)
 QUESTIONS = {key: q for key, (q, _) in PAIRS.items()}
-
-
-def variety_row(frame):
-    """:func:`variety` of one explainer's rows (their items' question and passage for grounding)."""
-    pairs = [PAIRS[(d, i)] for d, i in zip(frame["domain"], frame["item_id"], strict=True)]
-    return variety(frame["explanation"].tolist(), pairs, words=4)
-
-
 sources = {e: majority[majority["explainer"] == e] for e in EXPLAINERS}
 sources["humans"] = humans
 rows = {name: variety_row(frame) for name, frame in sources.items()}

@@ -166,15 +166,17 @@ if (found := best_feedback_gain(gains)) is not None:
             f"On the weaker systems ({', '.join(weaker)}) the rerankers trained on feedback change accuracy by "
             f"{signed_text(100 * fed_rows['delta'].min())} to {signed_text(100 * fed_rows['delta'].max())} points "
             f"over the RQA alone ({int((fed_rows['p_holm'] < 0.05).sum())} of {len(fed_rows)} significant, Holm "
-            f"per system), and the relevance model alone, trained on QA data with no feedback, by "
+            f"per system), and `vanilla`, the relevance model trained on QA data with no feedback and added "
+            f"to the RQA's score like the others, by "
             f"{signed_text(van.min())} to {signed_text(van.max())}."
         )
 if pairs and "vanilla" in gains.index:
     rows_claim = claim.table.xs(RQA, level="rqa")
     adds = significance_counts(claim.table)
     short.append(
-        f"Continuing the relevance model on the feedback (on {RQA}, the relevance model adds "
-        f"{100 * gains.loc['vanilla', 'delta']:+.2f} points alone, Holm p {p_text(gains.loc['vanilla', 'p_holm'])}) "
+        f"Continuing the relevance model on the feedback (on {RQA}, `vanilla`, the relevance model with no "
+        f"feedback, adds {100 * gains.loc['vanilla', 'delta']:+.2f} points to the RQA alone, Holm p "
+        f"{p_text(gains.loc['vanilla', 'p_holm'])}) "
         "changes its accuracy by "
         + " and ".join(f"{100 * rows_claim.loc[s, 'delta']:+.2f} (`{s}`)" for s, _ in pairs)
         + f" on {RQA}, and is significantly better on {adds['better']} and worse on {adds['worse']} of the "
@@ -189,7 +191,13 @@ if pairs and "vanilla" in gains.index:
     if adds["better"] == 0:
         headline.append(
             "continuing the QA-trained relevance model on the feedback made no RQA system measurably more "
-            "accurate: what the rerankers add on the weaker systems comes from the QA data they start from"
+            "accurate than that relevance model"
+            + (
+                f" (it made {adds['worse']} of {adds['rows']} (RQA, reranker) pairs significantly less accurate)"
+                if adds["worse"]
+                else ""
+            )
+            + ": what the rerankers add on the weaker systems comes from the QA data they start from"
         )
 if "feedback_kl" in set(predictions["reranker"]):
     prior = training_prior(

@@ -38,6 +38,7 @@ from fqa_analysis.core.report import (
     p_text,
     paper_shape_table,
     plus_minus,
+    signed_text,
 )
 from fqa_analysis.core.reranking import (
     best_feedback_gain,
@@ -513,8 +514,8 @@ why_view = pd.DataFrame(
         "reranker right there": why["reranker_right"].round(0).astype(int),
         "RQA right there": why["rqa_right"].round(0).astype(int),
         "sum follows the reranker": why["sum_follows_reranker"].round(0).astype(int),
-        "net questions won": why["sum_gain"].map("{:+.1f}".format),
-        "net change (points)": (100 * why["sum_gain"] / why["questions"]).map("{:+.2f}".format),
+        "net questions won": why["sum_gain"].map(lambda v: signed_text(v, 1)),
+        "net change (points)": (100 * why["sum_gain"] / why["questions"]).map(signed_text),
     }
 ).set_axis(pd.Index([breakable(n) for n in why.index], name="reranker"))  # labels set after: values align
 top_why = why["reranker_right"].sub(why["rqa_right"]).idxmax()

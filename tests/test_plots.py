@@ -55,3 +55,26 @@ def test_grouped_bars_keep_the_legend_off_the_bars_and_levels_span_each_group() 
     assert [c.get_label() for c in segments] == ["prior", "_prior"]  # one legend entry
     assert not plot_grouped_bars(frame, "g", "s", "v", ax=plt.figure().gca(), legend=False).get_legend()
     plt.close("all")
+
+
+def test_grouped_points_put_each_system_at_its_offset_with_its_ci() -> None:
+    from fqa_analysis.core.plots import plot_grouped_points
+
+    frame = pd.DataFrame(
+        {
+            "g": ["a", "a", "b", "b"],
+            "s": ["x", "y", "x", "y"],
+            "v": [1.0, 2.0, 3.0, 4.0],
+            "lo": [0.5, 1.5, 2.5, 3.5],
+            "hi": [1.5, 3.0, 3.5, 4.5],
+        }
+    )
+    ax = plot_grouped_points(frame, "g", "s", "v", "lo", "hi")
+    # two systems: offsets -0.3 and +0.3 around each group's x
+    points = [line.get_xydata().tolist() for line in ax.lines if line.get_marker() == "o"]
+    assert np.allclose(points, [[[-0.3, 1.0], [0.7, 3.0]], [[0.3, 2.0], [1.3, 4.0]]])
+    # system y's error bar runs from its CI's low to its high end at group a
+    bars = [c for c in ax.collections if c.get_segments()]
+    assert np.allclose(bars[1].get_segments()[0], [[0.3, 1.5], [0.3, 3.0]])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["x", "y"]
+    plt.close("all")

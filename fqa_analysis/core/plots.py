@@ -28,6 +28,7 @@ __all__ = [
     "plot_explanation_lengths",
     "plot_gains",
     "plot_grouped_bars",
+    "plot_grouped_points",
     "plot_label_distribution",
     "plot_lines",
     "plot_recall_curves",
@@ -292,6 +293,47 @@ def plot_grouped_bars(
     ax.set_ylabel(value)
     if legend:
         ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax
+
+
+def plot_grouped_points(
+    frame: pd.DataFrame,
+    group: str,
+    system: str,
+    value: str,
+    low: str,
+    high: str,
+    ax: Axes | None = None,
+) -> Axes:
+    """A point with its CI per ``system`` within each ``group`` (x axis), in the system's colour.
+
+    For means compared on an axis that does not start at 0 (a bar's length would exaggerate
+    small differences); the legend sits to the right of the axes.
+
+    Args:
+        frame: Long table, one row per (group, system).
+        group: Column of the x-axis groups (kept in first-appearance order).
+        system: Column naming the points within a group.
+        value: The point's column.
+        low: The CI's lower end.
+        high: The CI's upper end.
+        ax: Axes to draw on.
+    """
+    ax = _axes(ax, (7, 3.5))
+    groups = list(dict.fromkeys(frame[group]))
+    systems = list(dict.fromkeys(frame[system]))
+    width = 0.6 / max(len(systems) - 1, 1)
+    for j, name in enumerate(systems):
+        sub = frame[frame[system] == name].set_index(group).reindex(groups)
+        x = np.arange(len(groups)) + (j - (len(systems) - 1) / 2) * width
+        y = sub[value].to_numpy()
+        err = np.vstack([y - sub[low].to_numpy(), sub[high].to_numpy() - y])
+        ax.errorbar(
+            x, y, yerr=err, fmt="o", capsize=2, markersize=4, label=str(name), color=system_color(str(name))
+        )
+    ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups])
+    ax.set_ylabel(value)
+    ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax
 
 

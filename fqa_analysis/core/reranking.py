@@ -130,6 +130,19 @@ def seed_table(outcomes: pd.DataFrame, overall_domains: Sequence[str] = FEEDBACK
     return out
 
 
+def _members(systems: pd.Series, baseline: str) -> str:
+    """The systems a family compares with ``baseline``, named when few (a signature's family).
+
+    Example:
+        >>> _members(pd.Series(["kl", "ce", "ce", "maj"]), "kl")
+        'ce, maj'
+        >>> _members(pd.Series(list("abcde")), "a")
+        'each of the 4 other rerankers'
+    """
+    others = sorted(set(systems) - {baseline})
+    return ", ".join(others) if len(others) <= 3 else f"each of the {len(others)} other rerankers"
+
+
 def compare_to_baseline(
     outcomes: pd.DataFrame,
     baseline: str = "none",
@@ -153,7 +166,7 @@ def compare_to_baseline(
     family = (
         "each reranker vs the RQA alone, per RQA"
         if baseline == NO_RERANKER
-        else f"each other reranker vs {baseline}, per RQA"
+        else f"{_members(overall['reranker'], baseline)} vs {baseline}, per RQA"
     )
     settings = {"average": average, "n_resamples": n_resamples, "seed": seed, "commit": commit}
     return _per_rqa(overall, baseline=baseline, family="within", describe=family, **settings)
@@ -660,7 +673,7 @@ def loss_comparisons(
         [0.05, -0.1, 0.2, 0.0, 0.5, -0.5]
     """
     parts = []
-    family = f"each other reranker vs {baseline}, per metric and agreement subset"
+    family = f"{_members(per_item['reranker'], baseline)} vs {baseline}, per metric and agreement subset"
     for metric in metrics:
         for subset, part in _subsets(per_item).items():
             cmp = item_comparison(part, baseline, metric, family, commit)

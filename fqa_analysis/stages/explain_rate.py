@@ -59,6 +59,7 @@ __all__ = [
     "RERANKER",
     "ExplainRateRunConfig",
     "adopt_unlikelihood",
+    "lever_measurement",
     "output_name",
     "reranker_name",
     "run_explain_rate",
@@ -127,6 +128,34 @@ def adopt_unlikelihood(levers: pd.DataFrame) -> float:
     ok = levers[levers["select_kl"] <= base + KL_TOLERANCE]
     best = ok.assign(_order=range(len(ok))).sort_values(["select_opening_share", "_order"])
     return float(best["weight"].iloc[0])
+
+
+def lever_measurement(weight: float, history: dict[str, Any]) -> dict[str, Any]:
+    """One row of the unlikelihood levers' table: seed 0's held-out measurements at the epoch kept.
+
+    Args:
+        weight: The unlikelihood weight the model trained with.
+        history: Its training history (:func:`~fqa_analysis.models.explain_rate.train_explain_rate`).
+
+    Example:
+        >>> history = {"best_select_kl": 0.90, "train_s": 60.0, "epochs": [
+        ...     {"select_kl": 0.90, "select_distinct": 0.02, "select_opening_share": 0.9},
+        ...     {"select_kl": 0.95, "select_distinct": 0.15, "select_opening_share": 0.2}]}
+        >>> row = lever_measurement(4.0, history)  # the first epoch is kept: its KL is lower
+        >>> row["select_opening_share"], row["epoch_kept"], row["epochs"]
+        (0.9, 1, 2)
+    """
+    kept = min(range(len(history["epochs"])), key=lambda i: history["epochs"][i]["select_kl"])
+    epoch = history["epochs"][kept]
+    return {
+        "weight": weight,
+        "select_kl": history["best_select_kl"],
+        "select_distinct": epoch.get("select_distinct", float("nan")),
+        "select_opening_share": epoch.get("select_opening_share", float("nan")),
+        "epoch_kept": kept + 1,
+        "epochs": len(history["epochs"]),
+        "train_s": history.get("train_s", float("nan")),
+    }
 
 
 def output_name(form: str) -> str:
@@ -213,17 +242,7 @@ def run_explain_rate(
             with stage(timings, f"levers/unlikelihood{weight:g}/train"):
                 _, _, history = train_explain_rate(fit, select, lever, config.seeds[0], cache_root, init)
             from_cache[f"levers/unlikelihood{weight:g}/train"] = bool(history["from_cache"])
-            kept = min(history["epochs"], key=lambda e: e["select_kl"])
-            levers.append(
-                {
-                    "weight": weight,
-                    "select_kl": history["best_select_kl"],
-                    "select_distinct": kept.get("select_distinct", float("nan")),
-                    "select_opening_share": kept.get("select_opening_share", float("nan")),
-                    "epochs": len(history["epochs"]),
-                    "train_s": history.get("train_s", float("nan")),
-                }
-            )
+            levers.append(lever_measurement(weight, history))
         model_config = replace(config.model, opening_unlikelihood=adopt_unlikelihood(pd.DataFrame(levers)))
         # the adopted weight's seed-0 model is seed 0's model: its training counts once, as seed 0's
         adopted_step = f"levers/unlikelihood{model_config.opening_unlikelihood:g}/train"
