@@ -100,7 +100,7 @@ class ExplainRateRunConfig:
     holdout: float = 0.2
     start: str = "relevance"
     relevance: RerankRunConfig = field(default_factory=RerankRunConfig)
-    unlikelihood_levers: tuple[float, ...] = (1.0,)
+    unlikelihood_levers: tuple[float, ...] = (1.0, 2.0, 4.0)
 
 
 #: Held-out KL a weight of the unlikelihood term may add over the configured weight's and still be
