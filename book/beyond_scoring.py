@@ -340,42 +340,51 @@ if SELECTION_NOTE:
 #
 # S = (1 - w) P_theta + w P(Excellent), w = 0, 0.05, ..., 1 (P_theta at its fitted temperature). w = 0 is the RQA alone, w = 0.5 the paper's sum, w = 1 the reranker alone. Accuracy per RQA system and reranker, seed-averaged; the band is a 95% bootstrap CI (B = 10,000) shown for the hybrid system:
 
-# %% mystnb={"figure": {"caption": "Accuracy@1 (overall, micro, %) of S = (1 - w) P_theta + w P(Excellent) against w, per reranker (lines; dashed: trained from MiniLM), seed-averaged. Top: the hybrid system for w up to 0.9, with 95% bootstrap bands for vanilla and combined and the hybrid system alone (dashed black); below: the other RQA systems over the whole range (each panel its own y scale). The dotted line marks the paper's sum (w = 0.5)."}} tags=["hide-input"]
+# %% tags=["hide-input"]
 W = np.round(np.arange(0, 1.0001, 0.05), 2)
 curve = weight_curve(candidates, W)
 means = curve.groupby(["rqa", "reranker", "w"], sort=False)["correct"].mean().reset_index()
 hybrid_ci = estimate(curve[curve["rqa"] == "hybrid"], ["reranker", "w"])
-# The hybrid system on its own full-width panel, zoomed to w <= 0.9 where the rerankers differ by a point or
-# two (w = 1, the reranker alone, is in the other chapters' tables); the others below, whole range.
-HYBRID_BANDS = [r for r in ("vanilla", "combined") if r in set(hybrid_ci["reranker"])]
+# the hybrid figure draws the three rerankers the chapters compare (the relevance model, the best feedback
+# reranker's family and the sum of both losses); the table below has every reranker's best w
+HYBRID_SHOWN = [r for r in ("vanilla", "feedback_kl", "combined") if r in set(hybrid_ci["reranker"])]
 others = [r for r in SYSTEMS if r != "hybrid"]
-with plt.rc_context({"font.size": 11}):
-    fig = plt.figure(figsize=(11, 8.6))
-    grid = fig.add_gridspec(2, max(len(others), 1), height_ratios=[1.25, 1])
-    top = fig.add_subplot(grid[0, :])
-    zoom = hybrid_ci[hybrid_ci["w"] <= 0.9].copy()
+
+# %% mystnb={"figure": {"caption": "The hybrid system: accuracy@1 (overall, micro, %) of S = (1 - w) P_theta + w P(Excellent) against w up to 0.9 (w = 1, the reranker alone, is in the reranking chapter's tables), seed-averaged, for vanilla, feedback_kl and combined; the band is combined's 95% bootstrap CI over questions; dashed black: the hybrid system alone; dotted: the paper's sum (w = 0.5). The other rerankers are in the next figure's panels and the table below."}} tags=["hide-input"]
+with plt.rc_context({"font.size": 12}):
+    fig, top = plt.subplots(figsize=(9, 4.6))
+    zoom = hybrid_ci[(hybrid_ci["w"] <= 0.9) & hybrid_ci["reranker"].isin(HYBRID_SHOWN)].copy()
     zoom[["mean", "ci_low", "ci_high"]] *= 100
+    zoom["reranker"] = pd.Categorical(zoom["reranker"], HYBRID_SHOWN, ordered=True)
+    zoom = zoom.sort_values(["reranker", "w"]).astype({"reranker": str})
     plot_lines(zoom, "w", "mean", "reranker", ax=top)
-    for r in HYBRID_BANDS:  # two bands, not eight: the rest would merge into one grey mass
-        band = zoom[zoom["reranker"] == r].sort_values("w")
+    if "combined" in HYBRID_SHOWN:  # one band: three would merge into one mass
+        band = zoom[zoom["reranker"] == "combined"]
         top.fill_between(
-            band["w"], band["ci_low"], band["ci_high"], color=system_color(r), alpha=0.15, linewidth=0
+            band["w"],
+            band["ci_low"],
+            band["ci_high"],
+            color=system_color("combined"),
+            alpha=0.15,
+            linewidth=0,
         )
     alone = 100 * means[(means["rqa"] == "hybrid") & (means["w"] == 0)]["correct"].iloc[0]
-    top.axhline(alone, color="black", linewidth=1, linestyle="--")
-    top.text(
-        0.01, alone - 0.1, "hybrid alone", va="top", ha="left", fontsize=10
-    )  # below the line, clear of curves
+    top.axhline(alone, color="black", linewidth=1, linestyle="--", label="hybrid alone")
     top.axvline(0.5, color="grey", linestyle=":", linewidth=1)
-    top.set_title(f"hybrid (w up to 0.9; bands: 95% CI of {' and '.join(HYBRID_BANDS)})")
     top.set_ylabel("accuracy@1 (%)")
-    top.set_xlabel("w")
-    handles, labels = top.get_legend_handles_labels()
-    top.get_legend().remove()
+    top.set_xlabel("w (weight of P(Excellent))")
+    top.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    plt.tight_layout()
+    plt.show()
+
+# %% mystnb={"figure": {"caption": "The other RQA systems: accuracy@1 (overall, micro, %) of S = (1 - w) P_theta + w P(Excellent) against w over the whole range, per reranker (dashed: trained from MiniLM), seed-averaged; each panel its own y scale; dotted: the paper's sum (w = 0.5)."}} tags=["hide-input"]
+with plt.rc_context({"font.size": 12}):
+    fig, axes = plt.subplots(1, max(len(others), 1), figsize=(12, 4.4), squeeze=False)
     for i, rqa in enumerate(others):
-        ax = fig.add_subplot(grid[1, i])
+        ax = axes[0, i]
         sub = means[means["rqa"] == rqa].assign(correct=lambda t: 100 * t["correct"])
         plot_lines(sub, "w", "correct", "reranker", ax=ax)
+        handles, labels = ax.get_legend_handles_labels()
         ax.get_legend().remove()
         ax.axvline(0.5, color="grey", linestyle=":", linewidth=1)
         ax.set_title(rqa)
@@ -383,7 +392,7 @@ with plt.rc_context({"font.size": 11}):
         ax.set_ylabel("accuracy@1 (%)" if i == 0 else "")
     # one legend for every panel, below them, so that no legend covers a curve
     fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0))
-    plt.tight_layout(rect=(0, 0.08, 1, 1))
+    plt.tight_layout(rect=(0, 0.16, 1, 1))
     plt.show()
 
 # %% [markdown]
