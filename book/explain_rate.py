@@ -546,50 +546,16 @@ else:
 #
 # Our form's training can add an unlikelihood term that lowers the probability of the opening tokens its own explanations share across a batch (`--explain-rate-unlikelihood`). Seed 0 trains with each weight listed; on the held-out pairs, each model's KL with the explanations it generates (the epoch kept) and the variety of those explanations. The rule, fixed in the code (`adopt_unlikelihood`): every seed trains with the weight whose held-out explanations share their most common opening least, among the weights whose held-out KL is at most 0.005 nats above the first row's; the rating must not get worse.
 
-# %% [markdown]
-# Weights measured apart from the stage (`fqa run explain_rate --explain-rate-unlikelihood W --seeds 0 --out <folder>`, seed 0 alone, the same data, relevance model and settings; their manifests are in `results/explain_rate_levers/`) are listed below the stage's own, and the same rule is applied over every weight measured.
-
 # %% tags=["hide-input"]
-from fqa_analysis.stages.explain_rate import KL_TOLERANCE, adopt_unlikelihood, lever_measurement
-
-
-def same_setup(entry: dict) -> bool:
-    """Whether a seed-0 lever run differs from the stage only in its unlikelihood weight."""
-    ours_cfg, theirs = stage["config"], entry["config"]
-    drop_model = {"opening_unlikelihood"}
-    return (
-        {k: v for k, v in ours_cfg["model"].items() if k not in drop_model}
-        == {k: v for k, v in theirs["model"].items() if k not in drop_model}
-        and {k: v for k, v in ours_cfg["relevance"].items() if k != "seeds"}
-        == {k: v for k, v in theirs["relevance"].items() if k != "seeds"}
-        and all(ours_cfg[k] == theirs[k] for k in ("holdout", "start", "subset"))
-        and entry["protocol"] == stage["protocol"]
-    )
-
-
 if READY:
-    lever_rows = [{**r, "measured by": "the stage"} for r in stage.get("unlikelihood_levers") or []]
-    apart = []
-    for path in sorted((RESULTS / "explain_rate_levers").glob("*/manifest.json")):
-        entry = load_manifest(path.parent).get("stages", {}).get("explain_rate")
-        if entry and same_setup(entry) and "+dirty" not in entry["git_commit"]:
-            apart.append(
-                {
-                    **lever_measurement(entry["opening_unlikelihood"], entry["histories"]["seed0"]),
-                    "measured by": "seed 0 alone",
-                }
-            )
-    known = {r["weight"] for r in lever_rows}
-    lever_rows += [r for r in apart if r["weight"] not in known]
+    lever_rows = stage.get("unlikelihood_levers") or []
     if lever_rows:
-        levers = pd.DataFrame(lever_rows)
         display(
-            levers.assign(
+            pd.DataFrame(lever_rows)
+            .assign(
                 adopted=lambda t: ["yes" if w == stage["opening_unlikelihood"] else "" for w in t["weight"]]
             )
-            .set_index("weight")[
-                ["measured by", "select_kl", "select_distinct", "select_opening_share", "adopted"]
-            ]
+            .set_index("weight")[["select_kl", "select_distinct", "select_opening_share", "adopted"]]
             .round(3)
             .rename(
                 columns={
@@ -599,28 +565,6 @@ if READY:
                 }
             )
         )
-        rule_all = adopt_unlikelihood(levers)
-        if len(apart):
-            picked = levers.set_index("weight").loc[rule_all]
-            used = levers.set_index("weight").loc[stage["opening_unlikelihood"]]
-            display(
-                Markdown(
-                    f"Over all {len(levers)} weights the rule adopts **{rule_all:g}**"
-                    + (
-                        " (the weight the stage's seeds trained with)."
-                        if rule_all == stage["opening_unlikelihood"]
-                        else f": on the held-out pairs its explanations share their most common opening "
-                        f"{picked['select_opening_share']:.0%} of the time (weight "
-                        f"{stage['opening_unlikelihood']:g}, which the stage's seeds trained with: "
-                        f"{used['select_opening_share']:.0%}), {picked['select_distinct']:.1%} of them distinct "
-                        f"({used['select_distinct']:.1%}), at a held-out KL of {picked['select_kl']:.3f} nats "
-                        f"(first row {levers['select_kl'].iloc[0]:.3f}, tolerance +{KL_TOLERANCE:g}; weight "
-                        f"{stage['opening_unlikelihood']:g}: {used['select_kl']:.3f}). The chapter's other "
-                        "sections show the seeds trained with the stage's weight; the stage run with these "
-                        "weights among its levers retrains them with the adopted one."
-                    )
-                )
-            )
     else:
         display(
             Markdown(
