@@ -218,6 +218,13 @@ def _parser() -> argparse.ArgumentParser:
         "(default: the held-out levers adopt the policy, see the Explanations chapter)",
     )
     run_p.add_argument(
+        "--explain-sim-weight",
+        type=_float_in(0.0, 100.0),
+        help="explanation chooser: weight of the similarity to the pair beside the rating classifier's "
+        "log probability, 0..100; given, it fixes the decoding of feedback_test (default: the held-out "
+        f"levers adopt it; {DecodeConfig.sim_weight:g} where none qualifies)",
+    )
+    run_p.add_argument(
         "--explain-rate-epochs",
         type=_int_in(1),
         help=f"explain-then-rate reranker epochs (default: {ExplainRateConfig.epochs})",
@@ -291,7 +298,14 @@ STAGES: dict[str, set[str]] = {
     # the recipes set the relevance options themselves; the model options are shared
     "relevance": {"subset", "recipes", "max_len", "device", "max_steps", "replace"},
     "rerank": _RERANK_OPTIONS | {"replace", "warm_frozen_layers"},
-    "explain": {"subset", "explain_epochs", "explain_candidates", "explain_opening_weight", "max_steps"},
+    "explain": {
+        "subset",
+        "explain_epochs",
+        "explain_candidates",
+        "explain_opening_weight",
+        "explain_sim_weight",
+        "max_steps",
+    },
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
     "beyond": _RERANK_OPTIONS | {"fractions", "experiment_seeds", "depth", "beyond_runs", "replace"},
     "explain_rate": {
@@ -549,11 +563,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if args.explain_opening_weight is None
             else args.explain_opening_weight
         )
-        decode = DecodeConfig(candidates=candidates, opening_weight=opening)
+        sim = DecodeConfig.sim_weight if args.explain_sim_weight is None else args.explain_sim_weight
+        decode = DecodeConfig(candidates=candidates, opening_weight=opening, sim_weight=sim)
         # a weight given by hand fixes the decoding; otherwise the held-out levers adopt one
-        explain = ExplainRunConfig(
-            generator=generator, decode=decode, subset=args.subset, adopt=args.explain_opening_weight is None
-        )
+        by_hand = args.explain_opening_weight is not None or args.explain_sim_weight is not None
+        explain = ExplainRunConfig(generator=generator, decode=decode, subset=args.subset, adopt=not by_hand)
         _report(run_explain(data_dir, args.out, explain, args.cache_dir))
     if args.stage in ("all", "beyond"):
         from fqa_analysis.stages.beyond import BeyondRunConfig, run_beyond

@@ -68,6 +68,10 @@ from fqa_analysis.cli import main
         ),
         (["explain", "--explain-opening-weight", "lots"], "'lots' is not a number (allowed: 0..100)"),
         (
+            ["explain", "--explain-sim-weight", "101"],
+            "argument --explain-sim-weight: 101 is out of range (allowed: 0..100)",
+        ),
+        (
             ["explain_rate", "--explain-rate-unlikelihood", "-0.5"],
             "argument --explain-rate-unlikelihood: -0.5 is out of range (allowed: 0..100)",
         ),

@@ -18,7 +18,7 @@ from fqa_analysis.cli import main
 from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.models.reranker.variants import VARIANTS
 from fqa_analysis.stages.beyond import BeyondRunConfig
-from fqa_analysis.stages.explain import OPENING_WEIGHTS
+from fqa_analysis.stages.explain import OPENING_WEIGHTS, SIM_WEIGHTS
 from fqa_analysis.stages.relevance import RECIPES
 
 SUBSET = 6
@@ -187,14 +187,16 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     assert "generator/train" in stage["timings"] and "generator/levers" in stage["timings"]
     accuracy = stage["rating_classifier_heldout_accuracy_by_rating"]
     assert set(accuracy) == {"overall", "Bad", "Could be Improved", "Acceptable", "Excellent"}
-    # the held-out levers: greedy, repetition penalty, one sample, best of k by three choosers, the
-    # same with each opening penalty, the policy; then the template and retrieval as references
+    # the held-out levers: greedy, repetition penalty, one sample, best of k by the classifier and
+    # by the similarity; per similarity weight the chooser with no and each opening penalty and the
+    # where-greedy-disagrees policy; then the template and retrieval as references
     levers = pd.read_parquet(out / "explanation_levers.parquet")
-    rows = 7 + len(OPENING_WEIGHTS) + 2
+    policies = len(SIM_WEIGHTS) * (len(OPENING_WEIGHTS) + 2)
+    rows = 5 + policies + 2
     assert levers["lever"].iloc[0] == "greedy" and len(levers) == rows and levers["chosen"].sum() == 1
     assert levers["lever"].tolist()[-2:] == ["reference: template", "reference: retrieval_same_rating"]
     # at most one policy adopted (none where no policy keeps the bars), and the manifest says which
-    assert levers["adopted"].sum() <= 1 and (levers["policy"] != "").sum() == 2 + len(OPENING_WEIGHTS)
+    assert levers["adopted"].sum() <= 1 and (levers["policy"] != "").sum() == policies
     adopted = levers.loc[levers["adopted"], "lever"].tolist()
     assert stage["adopted_lever"] == (adopted[0] if adopted else None)
     assert stage["decode"]["sample_all"] == (bool(adopted) and "where greedy disagrees" not in adopted[0])

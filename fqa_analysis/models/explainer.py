@@ -247,6 +247,10 @@ class DecodeConfig:
     #: ``opening_weight`` x the share of the rows whose greedy explanation opens with its first
     #: four words (0: no penalty, the earlier behaviour).
     opening_weight: float = 0.0
+    #: Weight of the chooser's similarity-to-the-pair term beside its rating classifier's log
+    #: probability (1: the earlier behaviour). Cosines between candidates differ by about a tenth
+    #: where log probabilities differ by about one, so weights up to 10 are in the levers table.
+    sim_weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -585,6 +589,7 @@ class CandidateChooser:
         log_p = np.log(np.clip(self.classifier.predict_proba(flat), 1e-12, None))
         sims = np.zeros(len(flat))
         if self.sim_weight:
+            # the encoder memoises its vectors: every weighting of the levers table encodes once
             texts = self.encoder.encode(flat, 64, "candidates")
             pairs = self.encoder.encode([pair_text(q, p) for q, p, _ in rows], 128, "pairs")
             owner = np.repeat(np.arange(len(rows)), [len(c) for c in candidates])

@@ -200,8 +200,29 @@ MONITOR_ROWS = 160
 REPETITION_PENALTY = 1.3
 #: Weights of the chooser's penalty against over-used openings the levers table tries.
 OPENING_WEIGHTS: tuple[float, ...] = (1.0, 3.0)
+#: Weights of the chooser's similarity term the levers table tries (1: the earlier chooser).
+SIM_WEIGHTS: tuple[float, ...] = (1.0, 3.0, 10.0)
 #: The two decoding policies of the chooser (``DecodeConfig.sample_all`` True / False).
 EVERY_ROW, WHERE_DISAGREES = "every row", "where greedy disagrees"
+
+
+def _chooser_lever(k: int, policy: str, sim_weight: float, opening_weight: float) -> str:
+    """The levers table's name of a chooser row (names of the earlier table kept for weight 1).
+
+    Example:
+        >>> _chooser_lever(5, EVERY_ROW, 1.0, 0.0)
+        'best of 5: classifier + similarity'
+        >>> _chooser_lever(5, EVERY_ROW, 3.0, 1.0)
+        'best of 5: classifier + 3 x similarity, opening penalty 1'
+        >>> _chooser_lever(5, WHERE_DISAGREES, 10.0, 0.0)
+        'best of 5 where greedy disagrees, 10 x similarity'
+    """
+    similarity = "similarity" if sim_weight == 1 else f"{sim_weight:g} x similarity"
+    opening = f", opening penalty {opening_weight:g}" if opening_weight else ""
+    if policy == EVERY_ROW:
+        return f"best of {k}: classifier + {similarity}{opening}"
+    weighted = "" if sim_weight == 1 else f", {similarity}"
+    return f"best of {k} where greedy disagrees{weighted}{opening}"
 
 
 def _classifier_accuracy(
@@ -273,16 +294,18 @@ def _levers(
 
     Rows: greedy; greedy with a repetition penalty; one sampled candidate as is; the best of
     greedy + sampled candidates kept by the classifier, the similarity, or both (the chooser),
-    for every row; the same with a penalty against over-used openings (:data:`OPENING_WEIGHTS`);
-    and the chooser's pick only where greedy disagrees with the rating. Column ``chosen`` marks
-    the row that ``decode`` (the stage's setting) reproduces; ``policy`` (``every row`` or
-    ``where greedy disagrees``) and ``opening_weight`` name the decoding of the rows the stage
+    for every row, at each similarity weight (:data:`SIM_WEIGHTS`) with and without a penalty
+    against over-used openings (:data:`OPENING_WEIGHTS`); and, at each similarity weight, the
+    chooser's pick only where greedy disagrees with the rating. Column ``chosen`` marks the row
+    that ``decode`` (the stage's setting) reproduces; ``policy`` (``every row`` or
+    ``where greedy disagrees``), ``opening_weight`` and ``sim_weight`` name the decoding of the rows the stage
     could adopt (:func:`adopt_policy`), empty elsewhere. ``references`` (e.g. the template and the
     rating-filtered retrieval explainer) are measured on the same rows, as ``reference: <name>``,
     the bars :func:`adopt_policy` holds a policy to.
     """
     rows, refs = _held_out_rows(select)
-    policies: dict[str, tuple[str, float]] = {}
+    nan = float("nan")
+    policies: dict[str, tuple[str, float, float]] = {}
     candidates = generator.candidates_many(rows)
     variants: dict[str, list[str]] = {"greedy": [c[0] for c in candidates]}
     penalised = GeneratorExplainer(
@@ -296,37 +319,32 @@ def _levers(
     if decode.candidates:
         variants["one sampled candidate"] = [c[1] for c in candidates]
         k = 1 + decode.candidates
-        both = f"best of {k}: classifier + similarity"
         for name, weights in (
             (f"best of {k}: rating classifier", (1.0, 0.0)),
             (f"best of {k}: similarity to the pair", (0.0, 1.0)),
-            (both, (chooser.rating_weight, chooser.sim_weight)),
         ):
             picks = chooser.with_weights(*weights).choose(rows, candidates)
             variants[name] = [c[i] for c, i in zip(candidates, picks, strict=True)]
-        policies[both] = (EVERY_ROW, 0.0)
-        # against the generator's stock sentences: the same chooser with over-used openings penalised
-        # (by their share of the greedy explanations); the stage's own weight is always among them
-        opening_weights = sorted(
-            {*OPENING_WEIGHTS, *([decode.opening_weight] if decode.opening_weight else [])}
-        )
-        for weight in opening_weights:
-            penalty = chooser.with_weights(chooser.rating_weight, chooser.sim_weight, weight)
-            picks = penalty.choose(rows, candidates)
-            variants[f"{both}, opening penalty {weight:g}"] = [
-                c[i] for c, i in zip(candidates, picks, strict=True)
-            ]
-            policies[f"{both}, opening penalty {weight:g}"] = (EVERY_ROW, weight)
-        # keep greedy where the chooser's classifier already reads it as the rating (the stage's
-        # chooser, with its opening weight, picks for the other rows)
-        suffix = f", opening penalty {decode.opening_weight:g}" if decode.opening_weight else ""
-        policy = f"best of {k} where greedy disagrees{suffix}"
+        # the chooser (classifier + similarity) at each similarity weight, with over-used openings
+        # penalised (by their share of the greedy explanations) or not; the stage's own weights are
+        # always among them
         agree = chooser.agrees(rows, variants["greedy"])
-        variants[policy] = [
-            c[0] if ok else t for c, ok, t in zip(candidates, agree, variants[both + suffix], strict=True)
-        ]
-        policies[policy] = (WHERE_DISAGREES, decode.opening_weight)
-        chosen = both + suffix if decode.sample_all else policy
+        chosen = "greedy"
+        for sim in sorted({*SIM_WEIGHTS, decode.sim_weight}):
+            for opening in sorted({0.0, *OPENING_WEIGHTS, decode.opening_weight}):
+                name = _chooser_lever(k, EVERY_ROW, sim, opening)
+                picks = chooser.with_weights(chooser.rating_weight, sim, opening).choose(rows, candidates)
+                variants[name] = [c[i] for c, i in zip(candidates, picks, strict=True)]
+                policies[name] = (EVERY_ROW, opening, sim)
+            # keep greedy where the chooser's classifier already reads it as the rating (the
+            # chooser, at the stage's opening weight, picks for the other rows)
+            every = variants[_chooser_lever(k, EVERY_ROW, sim, decode.opening_weight)]
+            name = _chooser_lever(k, WHERE_DISAGREES, sim, decode.opening_weight)
+            variants[name] = [c[0] if ok else t for c, ok, t in zip(candidates, agree, every, strict=True)]
+            policies[name] = (WHERE_DISAGREES, decode.opening_weight, sim)
+            if sim == decode.sim_weight:
+                policy = EVERY_ROW if decode.sample_all else WHERE_DISAGREES
+                chosen = _chooser_lever(k, policy, sim, decode.opening_weight)
     else:
         chosen = "greedy"
     for explainer in references:
@@ -336,8 +354,9 @@ def _levers(
             {
                 "lever": name,
                 "chosen": name == chosen,
-                "policy": policies.get(name, ("", float("nan")))[0],
-                "opening_weight": policies.get(name, ("", float("nan")))[1],
+                "policy": policies.get(name, ("", nan, nan))[0],
+                "opening_weight": policies.get(name, ("", nan, nan))[1],
+                "sim_weight": policies.get(name, ("", nan, nan))[2],
                 "rows": len(rows),
                 **_held_out_figures(texts, rows, refs, embedder, classifier),
             }
@@ -393,16 +412,19 @@ def adopted_decode(levers: pd.DataFrame, lever: str | None, decode: DecodeConfig
     """The decoding that reproduces the ``lever`` row of :func:`_levers` (``decode`` when None).
 
     Example:
-        >>> levers = pd.DataFrame({"lever": ["a"], "policy": ["every row"], "opening_weight": [3.0]})
+        >>> levers = pd.DataFrame({"lever": ["a"], "policy": ["every row"], "opening_weight": [3.0],
+        ...                        "sim_weight": [10.0]})
         >>> d = adopted_decode(levers, "a", DecodeConfig())
-        >>> d.sample_all, d.opening_weight
-        (True, 3.0)
+        >>> d.sample_all, d.opening_weight, d.sim_weight
+        (True, 3.0, 10.0)
     """
     if lever is None:
         return decode
     at = levers["lever"].tolist().index(lever)
     policy, weight = str(levers["policy"].iloc[at]), float(levers["opening_weight"].to_numpy(dtype=float)[at])
-    return replace(decode, sample_all=policy == EVERY_ROW, opening_weight=weight)
+    # tables written before the similarity weight was a lever measured weight 1 only
+    sim = float(levers["sim_weight"].to_numpy(dtype=float)[at]) if "sim_weight" in levers else 1.0
+    return replace(decode, sample_all=policy == EVERY_ROW, opening_weight=weight, sim_weight=sim)
 
 
 def _epoch_monitor(
@@ -464,7 +486,12 @@ def run_explain(
         # trained on human training explanations only, fixed before any generator is trained
         classifier = rating_classifier(embedder, fit)
         classifier_acc = _classifier_accuracy(classifier, embedder, select)
-        chooser = CandidateChooser(fit, embedder.encoder, opening_weight=config.decode.opening_weight)
+        chooser = CandidateChooser(
+            fit,
+            embedder.encoder,
+            sim_weight=config.decode.sim_weight,
+            opening_weight=config.decode.opening_weight,
+        )
         chooser_acc = chooser.accuracy(select)
     with stage(timings, "generator/train"):
         monitor = _epoch_monitor(select, embedder, classifier, config)
@@ -492,7 +519,7 @@ def run_explain(
             generator.model,
             generator.tokenizer,
             decode,
-            chooser.with_weights(chooser.rating_weight, chooser.sim_weight, decode.opening_weight),
+            chooser.with_weights(chooser.rating_weight, decode.sim_weight, decode.opening_weight),
             source_max_len=generator.source_max_len,
             bf16=generator.bf16,
         )
