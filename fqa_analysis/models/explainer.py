@@ -248,8 +248,8 @@ class DecodeConfig:
     #: four words (0: no penalty, the earlier behaviour).
     opening_weight: float = 0.0
     #: Weight of the chooser's similarity-to-the-pair term beside its rating classifier's log
-    #: probability (1: the earlier behaviour). Cosines between candidates differ by about a tenth
-    #: where log probabilities differ by about one, so weights up to 10 are in the levers table.
+    #: probability (1: the earlier behaviour). A cosine lies in [-1, 1] while a log probability
+    #: spans several units, so the levers table tries weights up to 10.
     sim_weight: float = 1.0
 
 
