@@ -43,6 +43,7 @@ from fqa_analysis.core.text_metrics import (
     OPENING_WORDS,
     corpus_bleu,
     distinct_share,
+    opening_of,
     readable_opening,
     variety,
 )
@@ -144,7 +145,18 @@ compute_min, _ = stage_cost(stage)
 # the plain answer first: does the generator follow its rating, read like people, and vary like them?
 gen_open = variety(gen["explanation"].tolist(), words=OPENING_WORDS)
 human_open = variety(humans["explanation"].tolist(), words=OPENING_WORDS)
-sim_word = "as close to" if sim["p_holm"] >= 0.05 else ("closer to" if sim["delta"] > 0 else "further from")
+# "as close to ... as" when the paired test finds no difference, else "closer to ... than" / "further from ... than"
+sim_word, sim_than = (
+    ("as close to", "as")
+    if sim["p_holm"] >= 0.05
+    else (("closer to", "than") if sim["delta"] > 0 else ("further from", "than"))
+)
+# a rating below the humans' is named to three decimals (two may round the gap away)
+missed = [
+    f"{r} ({by_rating.loc['generator', r]:.3f} against {human_rating[r]:.3f})"
+    for r in RATINGS
+    if r not in met
+]
 # the question and passage of every feedback_test item (the results hold ids only), for grounding
 test_files = data.all_feedback(data.resolve_data_dir(None), None)["test"]
 PAIRS = {(it.domain, it.item_id): (it.question, it.passage.text) for f in test_files for it in f.items}
@@ -166,7 +178,7 @@ grounded = {
 }
 lines = [
     f"**In plain words:** the generator follows the rating it explains (at least as consistently as people "
-    f"for {len(met)} of 4 ratings) and is {sim_word} people's explanations as retrieving another person's "
+    f"for {len(met)} of 4 ratings) and is {sim_word} people's explanations {sim_than} retrieving another person's "
     f"explanation of a similar pair, but it repeats itself: its most common {OPENING_WORDS}-word opening "
     f'("{readable_opening(gen_open["opening"])}") starts {gen_open["opening_share"]:.0%} of its explanations, people\'s '
     f"{human_open['opening_share']:.0%}.",
@@ -174,7 +186,8 @@ lines = [
     "rating), generator vs annotators: "
     + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATINGS)
     + f"; overall {gen['consistent'].mean():.3f} (humans {humans['consistent'].mean():.3f}). "
-    f"At least the humans' for {len(met)} of 4 ratings.",
+    f"At least the humans' for {len(met)} of 4 ratings"
+    + (f"; below them for {', '.join(missed)}." if missed else "."),
     f"Embedding similarity to the annotators: generator {sim['mean']:.3f}, the rating-filtered retrieval "
     f"explainer {sim['baseline_mean']:.3f} (difference {change_text(sim, 1.0, 3, '')}; paired over items, "
     f"Holm over the {N_AGAINST} other explainers against it); humans {humans['embedding_sim'].mean():.3f}.",
@@ -230,7 +243,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # %% [markdown]
 # ## How human-like: the metric table
 #
-# Mean × 100 over items with a 95% percentile bootstrap interval (B = 10,000, resampled within domains). The `human` row is each annotator against the other two, averaged over an item's annotators.
+# Mean over items (0 to 1, as in the findings) with a 95% percentile bootstrap interval (B = 10,000, resampled within domains). The `human` row is each annotator against the other two, averaged over an item's annotators.
 
 # %% tags=["hide-input"]
 long = []
@@ -255,7 +268,13 @@ for source in ("majority", "predicted"):
 long = pd.DataFrame(long).drop_duplicates(["explainer", "metric"])
 rows = [f"{e} ({s})" for s in ("majority", "predicted") for e in EXPLAINERS] + ["human"]
 ci_table(
-    long, rows="explainer", columns="metric", row_order=rows, column_order=list(NAMES.values()), digits=1
+    long,
+    rows="explainer",
+    columns="metric",
+    row_order=rows,
+    column_order=list(NAMES.values()),
+    scale=1.0,
+    digits=3,
 )
 
 # %% [markdown]
@@ -292,8 +311,21 @@ print(
 )
 bleu_table.round(2)
 
-# %% [markdown]
-# **What this shows.** With the rating as its forced first tokens, the generator says what its rating says (consistency per rating at or above the annotators', in the findings), comes as close to what the annotators wrote as the retrieval explainers do (embedding similarity, in the findings; still well below the humans' own), and writes mostly distinct sentences. Consistency above the humans' does not mean better than human: the generator uses each rating's usual phrasing ("this is a direct answer", "doesn't really answer the question") more regularly than people do, and that phrasing is what the classifier reads; the template, one stock sentence per rating, is the extreme case. Read consistency together with similarity and diversity. Word overlap (ROUGE-L, BLEU) rewards the same usual phrasing: the line above the BLEU table names the explainers that reach the humans' own overlap with each other.
+# %% tags=["hide-input"]
+# what the tables above show, from their numbers: consistency rewards a rating's usual phrasing
+tpl = majority[majority["explainer"] == "template"]
+display(
+    Markdown(
+        "**What this shows.** Consistency above the humans' does not mean better than human: an explainer "
+        "that uses each rating's usual phrasing more regularly than people do writes what the classifier "
+        f"reads. The template, one stock sentence per rating, is the extreme case: consistency "
+        f"{tpl['consistent'].mean():.2f} (humans {humans['consistent'].mean():.2f}) with "
+        f"{distinct_share(tpl['explanation'].tolist()):.1%} of its explanations distinct. Read consistency "
+        "together with similarity and variety. Word overlap (ROUGE-L, BLEU) rewards the same usual "
+        "phrasing: the line above the BLEU table names the explainers that reach the humans' own overlap "
+        "with each other."
+    )
+)
 
 # %% [markdown]
 # ## Against the template floor and the retrieval explainer
@@ -378,6 +410,26 @@ sources = {e: majority[majority["explainer"] == e] for e in EXPLAINERS}
 sources["humans"] = humans
 rows = {name: variety_row(frame) for name, frame in sources.items()}
 varied = pd.DataFrame(rows).T  # the figure below reads it
+# where the generator's top opening comes from: one rating's stock sentence, and that rating's share
+top_open = gen_open["opening"]
+opens = gen.groupby("rating")["explanation"].apply(
+    lambda t: sum(opening_of(x) == top_open for x in t) / len(t)
+)
+top_rating = opens.idxmax()
+majority_share = (gen["rating"] == top_rating).mean()
+individual_share = (humans["rating"] == top_rating).mean()
+held_share = levers.loc[levers[USED], "opening_share"].iloc[0]
+print(
+    textwrap.fill(
+        f"The generator's top opening (\"{readable_opening(top_open)}\") is {top_rating}'s stock sentence: "
+        f"it opens {opens[top_rating]:.0%} of the generator's explanations of {top_rating}, and {top_rating} "
+        f"is the majority rating of {majority_share:.0%} of feedback_test items against "
+        f"{individual_share:.0%} of the annotators' individual ratings. The held-out levers table below "
+        "counts every (pair, rating) an annotator gave once, the mix of individual ratings, so the same "
+        f"decoding's top-opening share there is {held_share:.1%} (here {gen_open['opening_share']:.1%}).",
+        100,
+    )
+)
 variety_table(rows)
 
 # %% mystnb={"figure": {"caption": "Variety per explainer (majority rating) and for the annotators: left, the share of explanations that open with the explainer's most common four words; right, the share of distinct explanations."}} tags=["hide-input"]
@@ -512,6 +564,16 @@ shares.reindex(columns=used).round(3)
 # %% tags=["hide-input"]
 timings = pd.DataFrame(stage["timings"]).T
 print(f"whole stage: {compute_min:.1f} min of compute")
+costliest = timings["compute_s"].astype(float).idxmax()
+decode_used = stage["decode"]
+print(
+    f"costliest step: {costliest}, {float(timings.loc[costliest, 'compute_s']) / 60:.1f} min"
+    + (
+        f"; the decoding used samples {decode_used['candidates']} candidates for every row it explains (feedback_test and the QA system's answers)"
+        if costliest == "generator/explain" and decode_used.get("sample_all")
+        else ""
+    )
+)
 timings.index.name = "step"
 pd.DataFrame(
     {
