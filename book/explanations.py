@@ -27,6 +27,7 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.compare import compare, estimate
+from fqa_analysis.core.levers import policy_misses
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.core.report import (
@@ -194,7 +195,8 @@ lines = [
     f"ROUGE-L: generator {rouge['mean']:.3f}, template {rouge['baseline_mean']:.3f} "
     f"(difference {change_text(rouge, 1.0, 3, '')}; Holm over the {N_AGAINST} other explainers against "
     "the template); "
-    f"humans {humans['rouge_l'].mean():.3f}.",
+    f"humans {humans['rouge_l'].mean():.3f}. Sentence BLEU: generator {gen['bleu'].mean():.3f}, template "
+    f"{majority.loc[majority['explainer'] == 'template', 'bleu'].mean():.3f}, humans {humans['bleu'].mean():.3f}.",
     f"Distinct explanations: generator {distinct_share(gen['explanation'].tolist()):.0%} of {len(gen):,} "
     f"(humans {distinct_share(humans['explanation'].tolist()):.0%}).",
     f"Grounding (the share of an explanation's content words found in its question or passage): generator "
@@ -266,6 +268,16 @@ for source in ("majority", "predicted"):
                 }
             )
 long = pd.DataFrame(long).drop_duplicates(["explainer", "metric"])
+# the two rating sources explain different ratings: their mixes explain the template's gap between them
+mix = (
+    explanations[explanations["explainer"] == EXPLAINERS[0]]
+    .groupby("rating_source")["rating"]
+    .value_counts(normalize=True)
+    .unstack(fill_value=0.0)
+    .reindex(columns=RATINGS, fill_value=0.0)
+)
+for source in ("majority", "predicted"):
+    print(f"ratings explained ({source}): " + ", ".join(f"{r} {mix.loc[source, r]:.0%}" for r in RATINGS))
 rows = [f"{e} ({s})" for s in ("majority", "predicted") for e in EXPLAINERS] + ["human"]
 ci_table(
     long,
@@ -278,7 +290,7 @@ ci_table(
 )
 
 # %% [markdown]
-# Corpus BLEU (sacrebleu's system-level score, which pools n-gram counts over items and is the number usually reported), with each item's first two annotators as references for every system and the third annotator as the human:
+# Corpus BLEU on sacrebleu's 0 to 100 scale (its system-level score, which pools n-gram counts over items and is the number usually reported; the sentence BLEU above is on 0 to 1), with each item's first two annotators as references for every system and the third annotator as the human:
 
 # %% tags=["hide-input"]
 refs = humans.pivot_table(index=keys, columns="annotator", values="explanation", aggfunc="first", sort=False)
@@ -314,6 +326,8 @@ bleu_table.round(2)
 # %% tags=["hide-input"]
 # what the tables above show, from their numbers: consistency rewards a rating's usual phrasing
 tpl = majority[majority["explainer"] == "template"]
+sim_means = majority.groupby("explainer")["embedding_sim"].mean()
+best_sim = sim_means.idxmax()
 display(
     Markdown(
         "**What this shows.** Consistency above the humans' does not mean better than human: an explainer "
@@ -322,8 +336,11 @@ display(
         f"{tpl['consistent'].mean():.2f} (humans {humans['consistent'].mean():.2f}) with "
         f"{distinct_share(tpl['explanation'].tolist()):.1%} of its explanations distinct. Read consistency "
         "together with similarity and variety. Word overlap (ROUGE-L, BLEU) rewards the same usual "
-        "phrasing: the line above the BLEU table names the explainers that reach the humans' own overlap "
-        "with each other."
+        f"phrasing: the template's ROUGE-L is {tpl['rouge_l'].mean():.3f} against the humans' "
+        f"{humans['rouge_l'].mean():.3f} with each other (the line above the BLEU table names every explainer "
+        "at or above them), so overlap does not separate stock sentences from people's. Embedding similarity "
+        f"does: the best explainer, {best_sim}, reaches {sim_means[best_sim]:.3f}, the humans "
+        f"{humans['embedding_sim'].mean():.3f}."
     )
 )
 
@@ -419,15 +436,16 @@ top_rating = opens.idxmax()
 majority_share = (gen["rating"] == top_rating).mean()
 individual_share = (humans["rating"] == top_rating).mean()
 held_share = levers.loc[levers[USED], "opening_share"].iloc[0]
-print(
-    textwrap.fill(
-        f"The generator's top opening (\"{readable_opening(top_open)}\") is {top_rating}'s stock sentence: "
-        f"it opens {opens[top_rating]:.0%} of the generator's explanations of {top_rating}, and {top_rating} "
-        f"is the majority rating of {majority_share:.0%} of feedback_test items against "
+display(
+    Markdown(
+        f'The generator\'s top opening ("{readable_opening(top_open)}") is its usual opening for {top_rating}: '
+        f"it opens {opens[top_rating]:.0%} of its explanations of {top_rating} (of the other ratings': "
+        + ", ".join(f"{r} {opens.get(r, 0.0):.0%}" for r in RATINGS if r != top_rating)
+        + f"), and {top_rating} is the majority rating of {majority_share:.0%} of feedback_test items against "
         f"{individual_share:.0%} of the annotators' individual ratings. The held-out levers table below "
-        "counts every (pair, rating) an annotator gave once, the mix of individual ratings, so the same "
-        f"decoding's top-opening share there is {held_share:.1%} (here {gen_open['opening_share']:.1%}).",
-        100,
+        "has one row per (pair, rating) an annotator gave, the mix of individual ratings, on other questions; "
+        f"the same decoding's top-opening share there is {held_share:.1%} (here "
+        f"{gen_open['opening_share']:.1%})."
     )
 )
 variety_table(rows)
@@ -453,7 +471,7 @@ plt.show()
 # %% [markdown]
 # ## What each lever changed (held-out explanations)
 #
-# Decided on the held-out 20% of the training questions, never on feedback_test: each (pair, rating) of the held-out explanations once, scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both (the chooser), for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser scores a candidate by the classifier's log probability of the rating plus a **similarity weight** times its cosine similarity to the pair (rows named `3 x similarity` or `10 x similarity`; unnamed, weight 1, the chooser earlier runs used): a cosine lies in [-1, 1] while a log probability spans several units, so the table tries weights up to 10. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the humans' (the classifier's accuracy on held-out human explanations of that rating), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency overall and per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding.
+# Decided on the held-out 20% of the training questions, never on feedback_test: every (pair, rating) among the held-out explanations is explained once and scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both (the chooser), for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser scores a candidate by the classifier's log probability of the rating plus a **similarity weight** times its cosine similarity to the pair (rows named `3 x similarity` or `10 x similarity`; rows that name no weight use 1, as earlier runs did): a cosine lies in [-1, 1] while a log probability spans several units, so the table tries weights up to 10. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the classifier's accuracy on held-out human explanations of that rating, its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding; `[misses: …]` after a policy row's name lists the bars of the rule it misses (`none`: it qualifies); rows without it are not policies the rule can adopt.
 
 # %% tags=["hide-input"]
 epochs = pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch")
@@ -466,11 +484,16 @@ names = {
     "rouge_l": "ROUGE-L",
     "distinct": "distinct",
 }
+kept = int(epochs["select_loss"].idxmin())
+print(
+    f"epoch kept: {kept} (lowest held-out loss, {epochs.loc[kept, 'select_loss']:.3f}); the metrics after the "
+    "losses are greedy explanations of the first held-out rows (not the whole held-out set of the levers table)"
+)
 epochs[[c for c in cols if c in epochs]].rename(columns=names).round(3)
 
 # %% tags=["hide-input"]
+# per-rating consistency (the rule's bars; overall consistency would not fit the page and decides nothing)
 LEVER_COLUMNS = {
-    "consistent": "consist.",
     **dict(zip([f"consistent_{r}" for r in RATINGS], ["Exc.", "Acc.", "CbI", "Bad"], strict=True)),
     "embedding_sim": "sim.",
     "rouge_l": "ROUGE-L",
@@ -480,18 +503,38 @@ LEVER_COLUMNS = {
 }
 # the variety columns where the stage measured them
 shown_columns = {c: name for c, name in LEVER_COLUMNS.items() if c in levers.columns}
-lever_table = levers.set_index("lever")[list(shown_columns)].round(2).rename(columns=shown_columns)
+lever_table = levers.set_index("lever")[list(shown_columns)].rename(columns=shown_columns)
+# two decimals for consistency and grounding (sim., ROUGE-L and the shares are set below), each rounded once
+for column in ("Exc.", "Acc.", "CbI", "Bad", "grounding"):
+    if column in lever_table:
+        lever_table[column] = lever_table[column].round(2)
 # similarity decides against the retrieval reference by the third decimal: shown to three
 lever_table["sim."] = levers["embedding_sim"].round(3).to_numpy()
-# the decoding the stage used is marked in the row label (a column of its own would not fit the page)
+# and ROUGE-L against the template's: both to three decimals
+lever_table["ROUGE-L"] = levers["rouge_l"].round(3).to_numpy()
+# shares in % as in the variety table
+for share in ("distinct", "top opening"):
+    if share in lever_table:
+        lever_table[share] = [f"{v:.1%}" for v in lever_table[share].astype(float)]
+# which bars of the adoption rule each policy row misses (the rule of fqa_analysis.core.levers)
+BAR_NAMES = {**{f"consistent_{r}": LEVER_COLUMNS[f"consistent_{r}"] for r in RATINGS}, "embedding_sim": "sim.",
+             "rouge_l": "ROUGE-L"}  # fmt: skip
+misses = [
+    None if m is None else (", ".join(BAR_NAMES[c] for c in m) or "none")
+    for m in policy_misses(levers, classifier)
+]
+# the decoding the stage used, and the bars a policy misses, are in the row label (columns of their
+# own would not fit the page)
 lever_table.index = [
-    f"{lever} ({'adopted' if USED == 'adopted' else 'configured'}, used)" if used else lever
-    for lever, used in zip(levers["lever"], levers[USED], strict=True)
+    lever
+    + (f" ({'adopted' if USED == 'adopted' else 'configured'}, used)" if used else "")
+    + (f" [misses: {miss}]" if miss is not None else "")
+    for lever, used, miss in zip(levers["lever"], levers[USED], misses, strict=True)
 ]
 lever_table.index.name = "lever"
 print(
     f"{levers['rows'].iloc[0]} held-out (pair, rating) rows; feedback_test explained with: {chosen.name}"
-    + (" (adopted by the rule below)" if USED == "adopted" else " (the configured decoding)")
+    + (" (adopted by the rule above)" if USED == "adopted" else " (the configured decoding)")
 )
 lever_table
 
@@ -559,10 +602,16 @@ shares.reindex(columns=used).round(3)
 # %% [markdown]
 # ## Cost
 #
-# From `results/manifest.json` (stage `explain`, this 2-core machine):
+# From `results/manifest.json` (stage `explain`, this 2-core machine), in the order the stage runs; `from cache`: the step was read from the content-keyed cache, and its compute is that of the run that made it.
 
 # %% tags=["hide-input"]
 timings = pd.DataFrame(stage["timings"]).T
+# the order the stage runs its steps (the manifest sorts them by name)
+ORDER = ["data", "rating_classifier", "generator/train", "generator/levers", "template/explain",
+         "retrieval_same_rating/explain", "retrieval_any_rating/explain", "generator/explain", "humans"]  # fmt: skip
+timings = timings.reindex(
+    [s for s in ORDER if s in timings.index] + [s for s in timings.index if s not in ORDER]
+)
 print(f"whole stage: {compute_min:.1f} min of compute")
 costliest = timings["compute_s"].astype(float).idxmax()
 decode_used = stage["decode"]

@@ -492,8 +492,8 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # - {doc}`ablation_score`: P(Excellent) or the expected rating as the reranker's score.
 # - {doc}`ablation_loss`: KL to the annotator distribution or cross-entropy: rating quality,
 #   calibration and QA accuracy, on items where annotators agree and where they disagree.
-# - {doc}`explanations`: generated explanations of a rating against the annotators' own, with the
-#   human ceiling.
+# - {doc}`explanations`: generated explanations of a rating against the annotators' own (the
+#   annotators as reference): consistency with the rating, similarity, variety and grounding.
 # - {doc}`explain_rate`: the paper's explain-then-rate reranker, in the paper's form and ours, against the
 #   rate-only one: QA accuracy, rating quality, and whether its explanations agree with its ratings.
 # - {doc}`beyond_scoring`: beyond the paper, part I: calibration of P_theta and P(Excellent) and what

@@ -33,6 +33,7 @@ import pandas as pd
 from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_parquet, default_cache_root
 from fqa_analysis.core.candidates import RATING_COLUMNS
+from fqa_analysis.core.levers import policy_misses
 from fqa_analysis.core.ratings import LABELS, majority_label
 from fqa_analysis.core.reranking import score_outcomes, seed_table
 from fqa_analysis.core.results import load_candidates, load_table
@@ -374,7 +375,8 @@ def adopt_policy(levers: pd.DataFrame, human_consistency: Mapping[str, float]) -
     rating-filtered retrieval explainer's (``reference: retrieval_same_rating``) and its ROUGE-L at
     least the template's (``reference: template``). Of the qualifying rows, the one with the
     lowest share of its most common opening; ties go to the configured row (``chosen``), then to
-    the table's order. A bar whose reference row is absent is not applied.
+    the table's order. A bar whose reference row is absent is not applied
+    (:func:`fqa_analysis.core.levers.policy_misses` names the bars each row misses).
 
     Returns:
         The adopted row's ``lever``, or None when no row qualifies (the configured decoding stays).
@@ -391,16 +393,7 @@ def adopt_policy(levers: pd.DataFrame, human_consistency: Mapping[str, float]) -
         >>> adopt_policy(levers, {"Bad": 0.95}) is None
         True
     """
-    ok = levers["policy"].fillna("").astype(bool).to_numpy()
-    for rating, human in human_consistency.items():
-        column = f"consistent_{rating}"
-        if column in levers.columns and np.isfinite(human):
-            # a rating without held-out rows (NaN) does not block
-            ok &= ~(levers[column].to_numpy(dtype=float) < human)
-    for reference, column in (("retrieval_same_rating", "embedding_sim"), ("template", "rouge_l")):
-        bar = levers.loc[levers["lever"] == f"reference: {reference}", column].to_numpy(dtype=float)
-        if len(bar):
-            ok &= levers[column].to_numpy(dtype=float) >= bar[0]
+    ok = np.array([m == [] for m in policy_misses(levers, human_consistency)], dtype=bool)
     qualified = levers[ok].assign(_order=np.arange(len(levers))[ok])
     if qualified.empty:
         return None
