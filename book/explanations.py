@@ -234,7 +234,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 #
 # - `template`: one fixed, hand-written sentence per rating (the floor);
 # - `retrieval_same_rating`: the explanation of the most similar training (question, passage) pair with the same rating (zero-shot MiniLM embeddings, cosine); `retrieval_any_rating`: the same without the rating filter;
-# - `generator`: an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (transformers `EncoderDecoderModel`; its cross-attention starts untrained, since the pretrained models available to this project are sentence encoders, none an English sequence-to-sequence model: a deviation from the paper's BART-large). The encoder reads (question, passage); the **rating is the decoder's forced first tokens** (`excellent:`, `bad:`, ...), cut from the output, so the decoder sees it through its pretrained self-attention. Trained on every annotator's explanation (the explanations of one pair share an encoder pass), the epoch with the lowest held-out loss kept. It writes a greedy explanation; where a TF-IDF logistic regression trained on human training explanations (not the evaluation's classifier) does not read it as the rating, it samples four more (nucleus, p = 0.9) and keeps the candidate with the highest log P(rating | text) + w × cosine(text, question + passage), greedy included. The weight w, a penalty against the generator's over-used openings and whether every row is resampled are chosen on held-out explanations by a pre-specified rule (the levers section); the findings name the decoding used.
+# - `generator`: an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (transformers `EncoderDecoderModel`; its cross-attention starts untrained, since the pretrained models available to this project are sentence encoders, none an English sequence-to-sequence model: a deviation from the paper's BART-large). The encoder reads (question, passage); the **rating is the decoder's forced first tokens** (`excellent:`, `bad:`, ...), cut from the output, so the decoder sees it through its pretrained self-attention. Trained on every annotator's explanation (the explanations of one pair share an encoder pass), the epoch with the lowest held-out loss kept. It writes a greedy explanation and samples four more (nucleus, p = 0.9), either for every row or only where a TF-IDF logistic regression trained on human training explanations (the chooser's classifier, not the evaluation's) does not read the greedy one as the rating, and keeps the candidate with the highest log P(rating | text) + w × cosine(text, question + passage), greedy included. Which of the two, the weight w and a penalty against the generator's over-used openings are chosen on held-out explanations by a pre-specified rule (the levers section); the findings name the decoding used.
 #
 # **Training data**: the rerankers' (protocol `available`: 80% of the questions of WHO's feedback_train and the four feedback_valid files pooled; the other 20% of each domain's questions choose the epoch and the decoding). feedback_test is never trained on or tuned on.
 #
@@ -278,6 +278,16 @@ mix = (
 )
 for source in ("majority", "predicted"):
     print(f"ratings explained ({source}): " + ", ".join(f"{r} {mix.loc[source, r]:.0%}" for r in RATINGS))
+never = [r for r in RATINGS if mix.loc["predicted", r] == 0]
+if never:
+    print(
+        textwrap.fill(
+            f"{stage['config']['rating_reranker']} never predicts {' or '.join(never)} as the most likely rating "
+            "here, so the predicted rows' consistency covers the other ratings only and is not comparable "
+            "with the majority rows'.",
+            100,
+        )
+    )
 rows = [f"{e} ({s})" for s in ("majority", "predicted") for e in EXPLAINERS] + ["human"]
 ci_table(
     long,
@@ -309,7 +319,11 @@ rows.append(
         "corpus BLEU": 100 * corpus_bleu(refs[2].tolist(), refs[[0, 1]].to_numpy().tolist()),
     }
 )
+# majority first, as in the metric table
 bleu_table = pd.DataFrame(rows).set_index("explainer")
+bleu_table = bleu_table.reindex(
+    [f"{e} ({s})" for s in ("majority", "predicted") for e in EXPLAINERS] + ["human (annotator 3)"]
+)
 rouge_means = majority.groupby("explainer")["rouge_l"].mean()
 human_bleu = bleu_table.loc["human (annotator 3)", "corpus BLEU"]
 print(
@@ -339,7 +353,8 @@ display(
         f"phrasing: the template's ROUGE-L is {tpl['rouge_l'].mean():.3f} against the humans' "
         f"{humans['rouge_l'].mean():.3f} with each other (the line above the BLEU table names every explainer "
         "at or above them), so overlap does not separate stock sentences from people's. Embedding similarity "
-        f"does: the best explainer, {best_sim}, reaches {sim_means[best_sim]:.3f}, the humans "
+        f"does: the template reaches {sim_means['template']:.3f}, the best explainer, {best_sim}, "
+        f"{sim_means[best_sim]:.3f}, the humans "
         f"{humans['embedding_sim'].mean():.3f}."
     )
 )
@@ -439,11 +454,11 @@ held_share = levers.loc[levers[USED], "opening_share"].iloc[0]
 display(
     Markdown(
         f'The generator\'s top opening ("{readable_opening(top_open)}") is its usual opening for {top_rating}: '
-        f"it opens {opens[top_rating]:.0%} of its explanations of {top_rating} (of the other ratings': "
-        + ", ".join(f"{r} {opens.get(r, 0.0):.0%}" for r in RATINGS if r != top_rating)
-        + f"), and {top_rating} is the majority rating of {majority_share:.0%} of feedback_test items against "
+        f"it opens {opens[top_rating]:.0%} of its explanations of {top_rating} and "
+        + ", ".join(f"{opens.get(r, 0.0):.0%} of its {r} ones" for r in RATINGS if r != top_rating)
+        + f"; {top_rating} is the majority rating of {majority_share:.0%} of feedback_test items against "
         f"{individual_share:.0%} of the annotators' individual ratings. The held-out levers table below "
-        "has one row per (pair, rating) an annotator gave, the mix of individual ratings, on other questions; "
+        "has one row per (pair, rating) an annotator gave (so the individual ratings' mix) on other questions: "
         f"the same decoding's top-opening share there is {held_share:.1%} (here "
         f"{gen_open['opening_share']:.1%})."
     )
@@ -471,7 +486,7 @@ plt.show()
 # %% [markdown]
 # ## What each lever changed (held-out explanations)
 #
-# Decided on the held-out 20% of the training questions, never on feedback_test: every (pair, rating) among the held-out explanations is explained once and scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both (the chooser), for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser scores a candidate by the classifier's log probability of the rating plus a **similarity weight** times its cosine similarity to the pair (rows named `3 x similarity` or `10 x similarity`; rows that name no weight use 1, as earlier runs did): a cosine lies in [-1, 1] while a log probability spans several units, so the table tries weights up to 10. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the classifier's accuracy on held-out human explanations of that rating, its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding; `[misses: …]` after a policy row's name lists the bars of the rule it misses (`none`: it qualifies); rows without it are not policies the rule can adopt.
+# Decided on the held-out 20% of the training questions, never on feedback_test: every (pair, rating) among the held-out explanations is explained once and scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both (the chooser), for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser scores a candidate by the classifier's log probability of the rating plus a **similarity weight** times its cosine similarity to the pair (rows named `3 x similarity` or `10 x similarity`; rows that name no weight use 1, as earlier runs did): a cosine lies in [-1, 1] while a log probability spans several units, so the table tries weights up to 10. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the evaluation classifier's accuracy on held-out human explanations of that rating (the `classifier acc.` column of the consistency table), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding; `[misses: …]` after a policy row's name lists the bars of the rule it misses (`none`: it qualifies); rows without it are not policies the rule can adopt.
 
 # %% tags=["hide-input"]
 epochs = pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch")
@@ -489,6 +504,12 @@ print(
     f"epoch kept: {kept} (lowest held-out loss, {epochs.loc[kept, 'select_loss']:.3f}); the metrics after the "
     "losses are greedy explanations of the first held-out rows (not the whole held-out set of the levers table)"
 )
+if kept == epochs.index.max() and len(epochs) > 1:
+    # the budget stopped training, not the held-out loss
+    print(
+        f"the kept epoch is the last: held-out loss still fell from {epochs['select_loss'].iloc[-2]:.3f} to "
+        f"{epochs['select_loss'].iloc[-1]:.3f}, so longer training may lower it further"
+    )
 epochs[[c for c in cols if c in epochs]].rename(columns=names).round(3)
 
 # %% tags=["hide-input"]
