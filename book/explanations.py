@@ -573,7 +573,12 @@ for rating in RATINGS:
     d, i = pick["domain"], pick["item_id"]
     h = humans[(humans["domain"] == d) & (humans["item_id"] == i)]
     s = majority[(majority["domain"] == d) & (majority["item_id"] == i)]
-    print(f"[{rating}] {d} item {i}")
+    # an item whose annotators gave three different ratings has no majority: the tie goes to the lower
+    split = h["rating"].nunique() == len(h) > 2
+    print(
+        f"[{rating}] {d} item {i}"
+        + (" (three different ratings: the tie goes to the lowest)" if split else "")
+    )
     show("question", QUESTIONS[(d, i)])
     for _, r in h.iterrows():
         show(f"human {r['annotator'] + 1} ({r['rating']})", r["explanation"])
