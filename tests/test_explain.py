@@ -122,6 +122,26 @@ def test_generator_follows_the_rating_it_is_given(tmp_path: Path) -> None:
     good, bad = explainer.explain_many([("Do masks work?", "passage", r) for r in ("Excellent", "Bad")])
     assert good != bad
     assert "travel" in bad and "travel" not in good  # each follows its rating's training text
+    # sampled candidates: a nucleus of one token (tiny top_p) draws the greedy text every time,
+    # so the sampling path reads the pair and the rating's prefix as greedy decoding does
+    rows = [("Do masks work?", "passage", r) for r in ("Excellent", "Bad")]
+    narrow = GeneratorExplainer(
+        explainer.model,
+        explainer.tokenizer,
+        DecodeConfig(candidates=3, top_p=1e-6, max_new_tokens=8),
+        chooser=object(),  # type: ignore[arg-type]  # candidates_many never chooses
+        bf16=False,
+    )
+    assert narrow.candidates_many(rows) == [[good] * 4, [bad] * 4]
+    wide = GeneratorExplainer(
+        explainer.model,
+        explainer.tokenizer,
+        DecodeConfig(candidates=3, top_p=1.0, max_new_tokens=8),
+        chooser=object(),  # type: ignore[arg-type]
+        bf16=False,
+    )
+    sampled = wide.candidates_many(rows)
+    assert [len(c) for c in sampled] == [4, 4] and sampled == wide.candidates_many(rows)  # seeded
     # cached: the second call trains nothing
     assert train_generator(train, train[:2], config, tmp_path)[1]["from_cache"]
 

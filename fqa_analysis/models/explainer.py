@@ -40,6 +40,7 @@ from fqa_analysis.data import FeedbackItem
 from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
 from fqa_analysis.models.reranker.encoder import bf16_autocast
 from fqa_analysis.models.retrieval import DenseConfig, DenseSystem, minilm_path
+from fqa_analysis.models.sampling import NucleusSampler
 from fqa_analysis.profiling import peak_rss_mb
 
 __all__ = [
@@ -653,9 +654,14 @@ class GeneratorExplainer(Explainer):
         """Greedy (one text per row) or ``decode.candidates`` sampled texts per row.
 
         Identical rows are generated once. Rows are batched by rating (one forced prefix per
-        batch) and length; sampling is seeded per batch, so a call is deterministic.
+        batch) and length. Sampled candidates are nucleus draws (:class:`.sampling.NucleusSampler`,
+        seeded per batch, so a call is deterministic) after the no-repeat and repetition-penalty
+        processors, as ``transformers``' own sampler would draw them, without its full-vocabulary
+        sort at every step.
         """
         import torch
+        from transformers import LogitsProcessorList
+        from transformers.modeling_outputs import BaseModelOutput
 
         unique = list(dict.fromkeys(rows))
         order = sorted(
@@ -670,24 +676,32 @@ class GeneratorExplainer(Explainer):
         d = self.decode
         k = d.candidates if sample else 1
         found: list[list[str]] = [[] for _ in unique]
+        ends = (self.tokenizer.sep_token_id, self.tokenizer.pad_token_id)
         desc = "explain (sampled)" if sample else "explain"
         with torch.inference_mode():
             for b, idx in enumerate(tqdm(batches, desc=desc, disable=len(batches) <= 1)):
                 src = encoder_inputs(self.tokenizer, [unique[i][:2] for i in idx], self.source_max_len)
-                prefix = torch.tensor([_prefix_ids(self.tokenizer, unique[idx[0]][2])] * len(idx))
-                how: dict[str, Any] = {"do_sample": False}
-                if sample:
-                    torch.manual_seed(d.seed * 100_003 + b)
-                    how = {"do_sample": True, "top_p": d.top_p, "top_k": 0, "num_return_sequences": k}
+                prefix = torch.tensor([_prefix_ids(self.tokenizer, unique[idx[0]][2])] * len(idx) * k)
+                how: dict[str, Any] = {"input_ids": src["input_ids"], "attention_mask": src["attention_mask"]}
                 with bf16_autocast(self.bf16):
+                    if sample:
+                        # the encoder reads each pair once; its k candidates share that pass, and
+                        # the sampler draws them in the nucleus (see fqa_analysis.models.sampling)
+                        hidden = self.model.encoder(**how).last_hidden_state.repeat_interleave(k, dim=0)
+                        how = {
+                            "encoder_outputs": BaseModelOutput(last_hidden_state=hidden),
+                            "attention_mask": src["attention_mask"].repeat_interleave(k, dim=0),
+                            "logits_processor": LogitsProcessorList(
+                                [NucleusSampler(d.top_p, seed=d.seed * 100_003 + b, end_ids=ends)]
+                            ),
+                        }
                     out = self.model.generate(
-                        input_ids=src["input_ids"],
-                        attention_mask=src["attention_mask"],
                         decoder_input_ids=prefix,
                         max_new_tokens=d.max_new_tokens,
                         no_repeat_ngram_size=d.no_repeat_ngram_size,
                         repetition_penalty=d.repetition_penalty,
                         num_beams=1,
+                        do_sample=False,
                         **how,
                     )
                 texts = self.tokenizer.batch_decode(
