@@ -4,9 +4,10 @@ Decodes ``--rows`` feedback_test pairs (rating Bad) with ``--candidates`` nucleu
 (p = 0.9, no 3-gram repeated), once with ``transformers``' own sampler (``do_sample=True,
 top_p``: a full-vocabulary sort and draw at every step) and once with
 :class:`fqa_analysis.models.sampling.NucleusSampler` (what the explain stage uses), and prints the
-wall time of each, and of greedy decoding, on a fresh MiniLM2MiniLM generator (speed does not
-depend on the weights, only on how flat the distributions are: a trained generator's are
-peakier, so its nucleus search is cheaper). Not a test: it prints figures. Usage:
+wall time of each, and of greedy decoding, on a fresh MiniLM2MiniLM generator by default. The
+weights matter only through how flat the next-token distributions are: a trained generator's are
+peakier, so its nucleus search is cheaper (the README's figures use ``--model``). Not a test: it
+prints figures. Usage:
 
     .venv/bin/python benchmarks/explain_sampling.py [--rows 64] [--candidates 4] [--model DIR]
 
@@ -86,8 +87,8 @@ def main() -> None:
             new_encoder_decoder(tokenizer),
             tokenizer,
             decode,
-            chooser=object(),
-            bf16=False,  # type: ignore[arg-type]
+            chooser=object(),  # type: ignore[arg-type]  # candidates only: nothing is chosen
+            bf16=False,
         )
     else:
         explainer = GeneratorExplainer.load(args.model, config, decode, chooser=object())  # type: ignore[arg-type]
