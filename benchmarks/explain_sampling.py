@@ -87,11 +87,10 @@ def main() -> None:
             new_encoder_decoder(tokenizer),
             tokenizer,
             decode,
-            chooser=object(),  # type: ignore[arg-type]  # candidates only: nothing is chosen
             bf16=False,
         )
     else:
-        explainer = GeneratorExplainer.load(args.model, config, decode, chooser=object())  # type: ignore[arg-type]
+        explainer = GeneratorExplainer.load(args.model, config, decode)
     print(f"{len(rows)} feedback_test pairs, {args.candidates} candidates each, 2 threads")
     _timed("greedy (one text per row)", lambda: explainer._generate(rows, sample=False))
     _timed(

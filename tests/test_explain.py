@@ -129,7 +129,6 @@ def test_generator_follows_the_rating_it_is_given(tmp_path: Path) -> None:
         explainer.model,
         explainer.tokenizer,
         DecodeConfig(candidates=3, top_p=1e-6, max_new_tokens=8),
-        chooser=object(),  # type: ignore[arg-type]  # candidates_many never chooses
         bf16=False,
     )
     assert narrow.candidates_many(rows) == [[good] * 4, [bad] * 4]
@@ -137,11 +136,12 @@ def test_generator_follows_the_rating_it_is_given(tmp_path: Path) -> None:
         explainer.model,
         explainer.tokenizer,
         DecodeConfig(candidates=3, top_p=1.0, max_new_tokens=8),
-        chooser=object(),  # type: ignore[arg-type]
         bf16=False,
     )
     sampled = wide.candidates_many(rows)
     assert [len(c) for c in sampled] == [4, 4] and sampled == wide.candidates_many(rows)  # seeded
+    with pytest.raises(ValueError, match="need a CandidateChooser"):
+        wide.explain_many(rows)  # choosing among candidates needs the chooser: before any decoding
     # cached: the second call trains nothing
     assert train_generator(train, train[:2], config, tmp_path)[1]["from_cache"]
 

@@ -617,7 +617,8 @@ class GeneratorExplainer(Explainer):
 
     The decoder starts from the rating's forced prefix (:data:`RATING_PREFIX`), which is cut
     from the text. With ``decode.candidates > 0`` a :class:`CandidateChooser` picks among the
-    greedy explanation and the sampled ones.
+    greedy explanation and the sampled ones in :meth:`explain_many` (which raises without one);
+    :meth:`candidates_many` returns every candidate and needs no chooser.
     """
 
     name = "generator"
@@ -631,8 +632,6 @@ class GeneratorExplainer(Explainer):
         source_max_len: int = GeneratorConfig.source_max_len,
         bf16: bool = True,
     ) -> None:
-        if decode.candidates and chooser is None:
-            raise ValueError("sampled candidates need a CandidateChooser (or DecodeConfig(candidates=0))")
         self.model, self.tokenizer = model.eval(), tokenizer
         self.decode, self.chooser = decode, chooser
         self.source_max_len, self.bf16 = source_max_len, bf16
@@ -739,6 +738,9 @@ class GeneratorExplainer(Explainer):
         row at a fraction of its cost (the held-out levers table measures both).
         """
         _check_ratings(rows)
+        if self.decode.candidates and self.chooser is None:
+            # checked before any decoding: only choosing needs the chooser (candidates_many does not)
+            raise ValueError("sampled candidates need a CandidateChooser (or DecodeConfig(candidates=0))")
         greedy = [c[0] for c in self._generate(rows, sample=False)]
         if not self.decode.candidates or self.chooser is None:
             return greedy
