@@ -146,50 +146,6 @@ def test_generator_follows_the_rating_it_is_given(tmp_path: Path) -> None:
     assert train_generator(train, train[:2], config, tmp_path)[1]["from_cache"]
 
 
-def test_the_training_loss_equals_the_full_vocabulary_loss_over_labelled_tokens() -> None:
-    """_loss scores only labelled positions; the same number as every position with ignore_index."""
-    import torch
-    from transformers import AutoTokenizer
-
-    from fqa_analysis.models.explainer import (
-        _decoder_batch,
-        _loss,
-        _pairs,
-        encoder_inputs,
-        new_encoder_decoder,
-    )
-    from fqa_analysis.models.retrieval import minilm_path
-
-    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
-    torch.manual_seed(0)
-    model = new_encoder_decoder(tokenizer).eval()
-    pairs = _pairs(
-        [
-            _example("Do masks work?", "Excellent", "It explains clearly how masks help."),
-            _example("Do masks work?", "Bad", "Off topic."),
-            _example("Wash hands how?", "Acceptable", "Says soap, not for how long or why it matters."),
-        ]
-    )
-    config = GeneratorConfig()
-    src = encoder_inputs(tokenizer, [(p.question, p.passage_text) for p in pairs], config.source_max_len)
-    counts = torch.tensor([len(p.targets) for p in pairs])
-    decoder_in, decoder_mask, labels = _decoder_batch(
-        tokenizer, [t for p in pairs for t in p.targets], config.target_max_len
-    )
-    with torch.no_grad():
-        hidden = model.encoder(
-            input_ids=src["input_ids"], attention_mask=src["attention_mask"]
-        ).last_hidden_state
-        full = model(
-            encoder_outputs=(hidden.repeat_interleave(counts, dim=0),),
-            attention_mask=src["attention_mask"].repeat_interleave(counts, dim=0),
-            decoder_input_ids=decoder_in,
-            decoder_attention_mask=decoder_mask,
-        ).logits
-        reference = torch.nn.functional.cross_entropy(full.flatten(0, 1), labels.flatten(), ignore_index=-100)
-        assert float(_loss(model, tokenizer, pairs, config)) == pytest.approx(float(reference), abs=1e-5)
-
-
 def test_decoder_batch_scores_the_explanation_not_the_forced_prefix() -> None:
     from transformers import AutoTokenizer
 
