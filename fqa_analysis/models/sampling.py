@@ -73,8 +73,8 @@ def nucleus_pick(
 
     probs = torch.softmax(scores.float(), dim=-1)
     n, vocab = probs.shape
-    edge = torch.empty(n, dtype=probs.dtype)
-    rows, k = torch.arange(n), min(first_k, vocab)
+    edge = torch.empty(n, dtype=probs.dtype, device=probs.device)
+    rows, k = torch.arange(n, device=probs.device), min(first_k, vocab)
     if finished is not None:
         edge[finished] = probs[finished].max(dim=-1).values
         rows = rows[~finished]
@@ -86,7 +86,8 @@ def nucleus_pick(
         rows, k = rows[~done], min(vocab, k * 16)
     weights = probs * (probs >= edge.unsqueeze(-1))
     cumulative = weights.cumsum(dim=-1)
-    u = torch.rand(n, generator=generator, dtype=cumulative.dtype) * cumulative[:, -1]
+    # drawn on the generator's device (the CPU), then moved: the same draws on CPU and CUDA
+    u = torch.rand(n, generator=generator, dtype=cumulative.dtype).to(probs.device) * cumulative[:, -1]
     picked = torch.searchsorted(cumulative, u.unsqueeze(-1), right=True).squeeze(-1)
     return picked.clamp(max=vocab - 1)  # u < the total mass, so the clamp only guards rounding
 
@@ -123,7 +124,7 @@ class NucleusSampler:
         """Scores with ``-inf`` everywhere but each row's drawn token."""
         import torch
 
-        finished = torch.isin(input_ids[:, -1], self.end_ids)
+        finished = torch.isin(input_ids[:, -1], self.end_ids.to(input_ids.device))
         picked = nucleus_pick(scores, self.top_p, self.generator, finished=finished)
         out = torch.full_like(scores, float("-inf"))
         out.scatter_(-1, picked.unsqueeze(-1), 0.0)
