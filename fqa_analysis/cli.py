@@ -245,6 +245,13 @@ def _parser() -> argparse.ArgumentParser:
         f"{ExplainRateConfig.opening_unlikelihood:g}, none)",
     )
     run_p.add_argument(
+        "--explain-rate-top-p",
+        type=_float_in(0.01, 1.0),
+        help="explain-then-rate reranker: nucleus mass of the explanation the model writes, in training "
+        "(what the rating head reads, our form) and at inference, a seeded draw instead of the greedy "
+        "sentence, 0.01..1 (default: greedy)",
+    )
+    run_p.add_argument(
         "--fractions",
         type=_fractions,
         help="beyond stage: shares in (0, 1] of the training feedback for the learning curve "
@@ -317,6 +324,7 @@ STAGES: dict[str, set[str]] = {
         "explain_rate_epochs",
         "explain_rate_form",
         "explain_rate_unlikelihood",
+        "explain_rate_top_p",
         # the relevance model its encoder starts from
         "pseudo_negatives",
         "relevance_loss",
@@ -603,6 +611,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     opening_unlikelihood=(
                         (args.explain_rate_unlikelihood or 0.0) if head_reads == "own" else 0.0
                     ),
+                    own_top_p=args.explain_rate_top_p,
                 ),
                 seeds=args.seeds or (PAPER_FORM_SEEDS if form == "paper" else ExplainRateRunConfig.seeds),
                 # a weight given by hand is used as it is; otherwise seed 0's held-out levers choose it

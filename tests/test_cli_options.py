@@ -75,6 +75,14 @@ from fqa_analysis.cli import main
             ["explain_rate", "--explain-rate-unlikelihood", "-0.5"],
             "argument --explain-rate-unlikelihood: -0.5 is out of range (allowed: 0..100)",
         ),
+        (
+            ["explain_rate", "--explain-rate-top-p", "0"],
+            "argument --explain-rate-top-p: 0 is out of range (allowed: 0.01..1)",
+        ),
+        (
+            ["explain_rate", "--explain-rate-top-p", "1.5"],
+            "argument --explain-rate-top-p: 1.5 is out of range",
+        ),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2(

@@ -133,6 +133,39 @@ def test_opening_unlikelihood_adds_a_penalty_where_own_explanations_share_an_ope
     assert config_key(ExplainRateConfig(opening_unlikelihood=1.0))["opening_unlikelihood"] == 1.0
 
 
+def test_sampled_own_explanations_are_seeded_varied_and_keyed_apart() -> None:
+    """``own_top_p``: the explanation the head reads is a seeded nucleus draw, in training and at inference.
+
+    A tiny ``own_top_p`` keeps one token in every nucleus, so the draw is the greedy text; a full
+    nucleus (1.0) from an untrained decoder, whose distributions are flat, writes other texts,
+    the same for the same seed. The rating part of the loss reads the drawn text.
+    """
+    import torch
+
+    pairs = [
+        RatedExplanations("Do masks work?", "Masks reduce spread.", (0.0, 0.0, 0.5, 0.5), ("Clear.",)),
+        RatedExplanations("Can I travel?", "Flights are cancelled.", (1.0, 0.0, 0.0, 0.0), ("Off topic.",)),
+    ]
+    questions = [(p.question, p.passage_text) for p in pairs]
+    written, ratings = {}, {}
+    for top_p in (None, 1e-6, 1.0):
+        model = ExplainRateModel.new(ExplainRateConfig(bf16=False, max_new_tokens=6, own_top_p=top_p), seed=0)
+        model.modules.eval()
+        with torch.no_grad():
+            ratings[top_p] = model.loss(pairs, sample_seed=3)[1]
+            written[top_p] = model.predict(questions)[1]
+            again = model.predict(questions)[1]
+        assert again == written[top_p]  # seeded: the same call, the same texts
+    assert written[1e-6] == written[None]  # a one-token nucleus is greedy decoding
+    assert ratings[1e-6] == pytest.approx(ratings[None], rel=1e-6)
+    assert written[1.0] != written[None]
+    assert ratings[1.0] != pytest.approx(ratings[None], rel=1e-4)  # the head read other texts
+    with pytest.raises(ValueError, match="own_top_p must be in"):
+        ExplainRateConfig(own_top_p=0.0)
+    assert "own_top_p" not in config_key(ExplainRateConfig())  # cached greedy models keep their keys
+    assert config_key(ExplainRateConfig(own_top_p=0.9))["own_top_p"] == 0.9
+
+
 def test_forms_are_checked_and_keyed_apart() -> None:
     with pytest.raises(ValueError, match="head_reads must be one of"):
         ExplainRateConfig(head_reads="annotators")

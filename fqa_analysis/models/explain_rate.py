@@ -31,7 +31,10 @@ encoder's summary gives the head the pair directly, while the rating still depen
 explanation the model wrote.
 
 At inference the explanation is generated greedily and the head reads the state after the
-generated text, so the rating depends on what the model wrote. The epoch with the lowest
+generated text, so the rating depends on what the model wrote. Greedy decoding of a decoder
+trained on annotators' words writes nearly one sentence for every pair; with ``own_top_p`` the
+model's own explanation is a seeded nucleus draw instead, both while training (so the head
+learns to rate the varied texts it will read) and at inference. The epoch with the lowest
 held-out KL *with generated explanations* is kept.
 """
 
@@ -57,6 +60,7 @@ from fqa_analysis.models.explainer import encoder_inputs, new_encoder_decoder
 from fqa_analysis.models.reranker.encoder import bf16_autocast
 from fqa_analysis.models.reranker.network import N_CLASSES
 from fqa_analysis.models.retrieval import minilm_path
+from fqa_analysis.models.sampling import NucleusSampler
 from fqa_analysis.profiling import peak_rss_mb
 
 __all__ = [
@@ -123,6 +127,11 @@ class ExplainRateConfig:
     #: for the batch are pushed down in proportion to how many of the batch's other explanations
     #: open the same way (:func:`opening_unlikelihood`). 0, the default, leaves training as it was.
     opening_unlikelihood: float = field(default=0.0, metadata=OMIT_AT_DEFAULT)
+    #: Nucleus mass of the model's own explanation, in training (what the head reads, with
+    #: ``head_reads="own"``) and at inference: a seeded draw
+    #: (:class:`~fqa_analysis.models.sampling.NucleusSampler`) instead of the greedy sentence, so
+    #: the head learns to rate the varied explanations it will read. None, the default: greedy.
+    own_top_p: float | None = field(default=None, metadata=OMIT_AT_DEFAULT)
 
     @property
     def form(self) -> str:
@@ -146,6 +155,8 @@ class ExplainRateConfig:
             raise ValueError(f"head_input must be one of {HEAD_INPUTS}, not {self.head_input!r}")
         if not 0.0 <= self.opening_unlikelihood < float("inf"):
             raise ValueError(f"opening_unlikelihood must be >= 0, not {self.opening_unlikelihood!r}")
+        if self.own_top_p is not None and not 0.0 < self.own_top_p <= 1.0:
+            raise ValueError(f"own_top_p must be in (0, 1] or None (greedy), not {self.own_top_p!r}")
         if self.opening_unlikelihood and self.head_reads != "own":
             raise ValueError(
                 "opening_unlikelihood acts on the model's own explanations: head_reads='own' only"
@@ -315,13 +326,14 @@ class ExplainRateModel:
             rating = self.head(self.dropout(states))
         return out.logits, labels.to(device), rating
 
-    def loss(self, pairs: Sequence[RatedExplanations]) -> tuple[Any, float, float]:
+    def loss(self, pairs: Sequence[RatedExplanations], sample_seed: int = 0) -> tuple[Any, float, float]:
         """Combined loss of a batch, with its rating KL and token cross-entropy parts.
 
         Every annotator's explanation of a pair is teacher-forced for the token cross-entropy.
         The rating is read after those explanations (``head_reads="human"``: each is rated
         against the pair's annotator distribution, the parts averaged over explanations) or after
-        the model's own greedy explanation of the pair (``"own"``), in the same decoder pass.
+        the model's own explanation of the pair (``"own"``: greedy, or drawn with ``sample_seed``
+        where ``own_top_p`` is set), in the same decoder pass.
         The constant entropy of the target is left out of the KL, so the rating part is the
         cross-entropy to the target.
         """
@@ -330,7 +342,9 @@ class ExplainRateModel:
         hidden, source_mask = self._encode([(p.question, p.passage_text) for p in pairs])
         counts = torch.tensor([len(p.explanations) for p in pairs], device=self.config.device)
         human = [e for p in pairs for e in p.explanations]
-        own = self._generate(hidden.detach(), source_mask) if self.config.head_reads == "own" else []
+        own = []
+        if self.config.head_reads == "own":
+            own = self._generate(hidden.detach(), source_mask, sample_seed)
         logits, labels, rating = self._read(
             torch.cat([hidden.repeat_interleave(counts, dim=0), hidden[: len(own)]]),
             torch.cat([source_mask.repeat_interleave(counts, dim=0), source_mask[: len(own)]]),
@@ -355,11 +369,21 @@ class ExplainRateModel:
             total = total + self.config.opening_unlikelihood * unlikely
         return total, float(rating_loss.detach()), float(token_loss.detach())
 
-    def _generate(self, hidden: Any, source_mask: Any) -> list[str]:
-        """Greedy explanations of encoded pairs (no 3-gram repeated), in eval mode, without gradient."""
+    def _generate(self, hidden: Any, source_mask: Any, sample_seed: int = 0) -> list[str]:
+        """Explanations of encoded pairs (no 3-gram repeated), in eval mode, without gradient.
+
+        Greedy, or with ``own_top_p`` a nucleus draw seeded by ``sample_seed`` (the same seed,
+        the same texts).
+        """
         import torch
+        from transformers import LogitsProcessorList
         from transformers.modeling_outputs import BaseModelOutput
 
+        sampled: dict[str, Any] = {}
+        if self.config.own_top_p is not None:
+            ends = (self.tokenizer.sep_token_id, self.tokenizer.pad_token_id)
+            sampler = NucleusSampler(self.config.own_top_p, seed=sample_seed, end_ids=ends)
+            sampled["logits_processor"] = LogitsProcessorList([sampler])
         training = self.model.training
         self.model.eval()
         with torch.no_grad(), bf16_autocast(self.config.bf16, self.config.device):
@@ -370,6 +394,7 @@ class ExplainRateModel:
                 no_repeat_ngram_size=3,
                 num_beams=1,
                 do_sample=False,
+                **sampled,
             )
         self.model.train(training)
         written = self.tokenizer.batch_decode(
@@ -380,7 +405,11 @@ class ExplainRateModel:
     def predict(
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 64, progress: bool = False
     ) -> tuple[np.ndarray, list[str]]:
-        """Generate an explanation of every pair (greedy), then rate it: ``(P_phi, explanations)``."""
+        """Generate an explanation of every pair, then rate it: ``(P_phi, explanations)``.
+
+        Greedy, or with ``own_top_p`` a nucleus draw seeded by the batch's position among the
+        pairs sorted by length (one call with the same pairs, the same texts and ratings).
+        """
         import torch
 
         self.modules.eval()
@@ -392,7 +421,7 @@ class ExplainRateModel:
             for lo in tqdm(batches, desc="explain-then-rate", unit="batch", disable=not progress):
                 rows = order[lo : lo + batch_size]
                 hidden, source_mask = self._encode([pairs[i] for i in rows])
-                written = self._generate(hidden, source_mask)
+                written = self._generate(hidden, source_mask, sample_seed=lo // batch_size)
                 _, _, rating = self._read(hidden, source_mask, written)
                 probs[rows] = torch.softmax(rating.float(), dim=-1).cpu().numpy()
                 for j, i in enumerate(rows):
@@ -509,7 +538,9 @@ def train_explain_rate(
         ):
             if step >= total:
                 break
-            loss, kl_part, ce_part = model.loss([fit[int(i)] for i in order[lo : lo + config.batch_pairs]])
+            batch = [fit[int(i)] for i in order[lo : lo + config.batch_pairs]]
+            # a sampled own explanation is drawn from the seed and the step: a resumed run draws alike
+            loss, kl_part, ce_part = model.loss(batch, sample_seed=seed * 1_000_003 + step)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
