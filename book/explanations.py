@@ -26,11 +26,12 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.core.compare import compare, estimate
+from fqa_analysis.core.compare import N_RESAMPLES, compare, estimate
 from fqa_analysis.core.levers import policy_misses
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.core.report import (
+    at_bootstrap_floor,
     breakable,
     change_text,
     ci_table,
@@ -143,6 +144,8 @@ ADOPTION_MISS = "; ".join(misses) or (
     "no single policy met every bar at once" if len(policies) else "no policy measured"
 )
 compute_min, _ = stage_cost(stage)
+train_min = float(stage["timings"]["generator/train"]["compute_s"]) / 60
+train_cached = bool(stage["timings"]["generator/train"]["from_cache"])
 BUDGET_MIN = 45  # the explain stage's compute budget on 2 cores (the project's target)
 # the plain answer first: does the generator follow its rating, read like people, and vary like them?
 gen_open = variety(gen["explanation"].tolist(), words=OPENING_WORDS)
@@ -178,23 +181,39 @@ grounded = {
         ("humans", humans),
     )
 }
+# the ratings the judging classifier reads people's held-out explanations of right less than half the time
+weak = [r for r in RATINGS if classifier[r] < 0.5]
+# the annotators' overall consistency at the majority ratings' mix (theirs is at their own ratings' mix)
+mix = gen["rating"].value_counts(normalize=True)
+human_at_mix = float(sum(mix[r] * human_rating[r] for r in mix.index))
 lines = [
-    f"**In plain words:** the generator follows the rating it explains (at least as consistently as people "
-    f"for {len(met)} of 4 ratings) and is {sim_word} people's explanations {sim_than} retrieving another person's "
+    f"**In plain words:** a classifier of explanation text reads the generator's explanation as the rating it "
+    f"explains at least as often as people's for {len(met)} of 4 ratings"
+    + (f" ({', '.join(met)})" if met else "")
+    + (
+        f"; for {' and '.join(weak)} that classifier reads people's own explanations right only "
+        + " / ".join(f"{classifier[r]:.0%}" for r in weak)
+        + " of the time, so those comparisons say little"
+        if weak
+        else ""
+    )
+    + f". The generator is {sim_word} people's explanations {sim_than} retrieving another person's "
     f"explanation of a similar pair, but it repeats itself: its most common {OPENING_WORDS}-word opening "
-    f'("{readable_opening(gen_open["opening"])}") starts {gen_open["opening_share"]:.0%} of its explanations, people\'s '
-    f"{human_open['opening_share']:.0%}.",
+    f'("{readable_opening(gen_open["opening"])}") starts {gen_open["opening_share"]:.0%} of its explanations; '
+    f'people\'s most common ("{readable_opening(human_open["opening"])}") starts '
+    f"{human_open['opening_share']:.0%} of theirs.",
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
     "rating), generator vs annotators: "
     + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATINGS)
-    + f"; overall {gen['consistent'].mean():.3f} (humans {humans['consistent'].mean():.3f}). "
+    + f"; overall {gen['consistent'].mean():.3f} (humans {humans['consistent'].mean():.3f} at their own "
+    f"ratings' mix, {human_at_mix:.3f} weighted to the majority ratings' mix the generator explains). "
     f"At least the humans' for {len(met)} of 4 ratings"
     + (f"; below them for {', '.join(missed)}." if missed else "."),
     f"Embedding similarity to the annotators: generator {sim['mean']:.3f}, the rating-filtered retrieval "
-    f"explainer {sim['baseline_mean']:.3f} (difference {change_text(sim, 1.0, 3, '')}; paired over items, "
+    f"explainer {sim['baseline_mean']:.3f} (difference {change_text(sim, 1.0, 3, '', N_RESAMPLES)}; paired over items, "
     f"Holm over the {N_AGAINST} other explainers against it); humans {humans['embedding_sim'].mean():.3f}.",
     f"ROUGE-L: generator {rouge['mean']:.3f}, template {rouge['baseline_mean']:.3f} "
-    f"(difference {change_text(rouge, 1.0, 3, '')}; Holm over the {N_AGAINST} other explainers against "
+    f"(difference {change_text(rouge, 1.0, 3, '', N_RESAMPLES)}; Holm over the {N_AGAINST} other explainers against "
     "the template); "
     f"humans {humans['rouge_l'].mean():.3f}. Sentence BLEU: generator {gen['bleu'].mean():.3f}, template "
     f"{majority.loc[majority['explainer'] == 'template', 'bleu'].mean():.3f}, humans {humans['bleu'].mean():.3f}.",
@@ -216,19 +235,27 @@ lines = [
         + ADOPTION_MISS
         + f"), so feedback_test is explained with the configured decoding, {chosen.name}"
     )
-    + f" (held-out consistency {chosen['consistent']:.2f}, similarity {chosen['embedding_sim']:.3f}; greedy "
-    f"{levers.set_index('lever').loc['greedy', 'consistent']:.2f} / "
-    f"{levers.set_index('lever').loc['greedy', 'embedding_sim']:.3f}).",
+    + f" (held-out: similarity {chosen['embedding_sim']:.3f}, top opening {chosen['opening_share']:.0%}; greedy "
+    f"{reference.loc['greedy', 'embedding_sim']:.3f} / {reference.loc['greedy', 'opening_share']:.0%}; the "
+    "levers table).",
     f"The consistency classifier itself reads held-out human explanations right "
     f"{classifier['overall']:.0%} of the time ("
     + ", ".join(f"{r} {classifier[r]:.0%}" for r in RATINGS)
     + "): an explainer that writes the words the classifier ties to a rating can score above it, so "
     "consistency is read with similarity.",
-    f"The stage cost {compute_min:.0f} minutes of compute on this 2-core CPU, "
+    f"The stage cost {compute_min:.0f} minutes of compute on this 2-core CPU"
     + (
-        f"within the {BUDGET_MIN}-minute budget."
+        f" ({train_min:.1f} of them training the generator, read from the content cache: the compute of the "
+        "run that trained it)"
+        if train_cached
+        else ""
+    )
+    + ", "
+    + (
+        f"within the project's {BUDGET_MIN}-minute target for this stage."
         if compute_min <= BUDGET_MIN
-        else f"over the {BUDGET_MIN}-minute budget (the cost section names its costliest step)."
+        else f"over the project's {BUDGET_MIN}-minute target for this stage (the cost section names its "
+        "costliest step)."
     ),
 ]
 display(Markdown("\n".join(f"- {x}" for x in lines)))
@@ -240,9 +267,11 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 #
 # - `template`: one fixed, hand-written sentence per rating (the floor);
 # - `retrieval_same_rating`: the explanation of the most similar training (question, passage) pair with the same rating (zero-shot MiniLM embeddings, cosine); `retrieval_any_rating`: the same without the rating filter;
-# - `generator`: an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (transformers `EncoderDecoderModel`; its cross-attention starts untrained, since the pretrained models available to this project are sentence encoders, none an English sequence-to-sequence model: a deviation from the paper's BART-large). The encoder reads (question, passage); the **rating is the decoder's forced first tokens** (`excellent:`, `bad:`, ...), cut from the output, so the decoder sees it through its pretrained self-attention. Trained on every annotator's explanation (the explanations of one pair share an encoder pass), the epoch with the lowest held-out loss kept. It writes a greedy explanation and samples four more (nucleus, p = 0.9; drawn by the project's sampler, `models/sampling.py`, which keeps the nucleus transformers' top-p keeps without sorting the vocabulary at every step), either for every row or only where a TF-IDF logistic regression trained on human training explanations (the chooser's classifier, not the evaluation's) does not read the greedy one as the rating, and keeps the candidate with the highest log P(rating | text) + w × cosine(text, question + passage), greedy included. Which of the two, the weight w and a penalty against the generator's over-used openings are chosen on held-out explanations by a pre-specified rule (the levers section); the findings name the decoding used.
+# - `generator`: an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (transformers `EncoderDecoderModel`; its cross-attention and its output layer's transform start untrained, since the pretrained models available to this project are sentence encoders, none an English sequence-to-sequence model: a deviation from the paper's BART-large). The encoder reads (question, passage); the **rating is the decoder's forced first tokens** (`excellent:`, `bad:`, ...), cut from the output, so the decoder sees it through its pretrained self-attention. Trained on every annotator's explanation (the explanations of one pair share an encoder pass), the epoch with the lowest held-out loss kept. It writes a greedy explanation and samples four more (nucleus sampling, p = 0.9, with the project's own sampler, `models/sampling.py`: the same nucleus as transformers' top-p, found without sorting the whole vocabulary at every step), either for every row or only where a TF-IDF logistic regression trained on human training explanations (the chooser's classifier, not the evaluation's) does not read the greedy one as the rating, and keeps the candidate with the highest log P(rating | text) + w × cosine(text, question + passage), greedy included. Whether to sample for every row or only where greedy disagrees, the weight w, and a penalty against the generator's over-used openings are chosen on held-out explanations by a pre-specified rule (the levers section); the findings name the decoding used.
 #
-# **Training data**: the rerankers' (protocol `available`: 80% of the questions of WHO's feedback_train and the four feedback_valid files pooled; the other 20% of each domain's questions choose the epoch and the decoding). feedback_test is never trained on or tuned on.
+# **Given the rating.** Every explainer here is told the rating it explains (the annotators' majority, or the rate-only reranker's prediction) and writes a justification of it; the explain-then-rate reranker, which writes an explanation *before* rating and rates from it, has its own chapter. **How the paper judged explanations**: with people (a study of whether the generated explanations help users decide whether an answer is correct); this project cannot run a user study, so it measures automatic proxies instead (similarity and ROUGE-L to the annotators' explanations, consistency with the rating, variety, grounding), and none of its numbers is comparable to the paper's human judgements.
+#
+# **Training data**: the rerankers' (protocol `available`): the copy of FeedbackQA available here has feedback_train for WHO only (the other domains' files could not be mirrored; the Data chapter), so WHO's feedback_train and the four domains' feedback_valid files are pooled; **train** = 80% of those questions (the generator, both classifiers); **held-out** = the other 20% of each domain's questions (the epoch kept, the decoding levers, the consistency classifier's accuracy); **test** = feedback_test, never trained or tuned on.
 #
 # **Evaluation** on feedback_test (three explanations per item). A human's explanation is scored against the *other two*; a system's explanation is scored against each of the three pairs of two and the scores averaged, so both see two references. Metrics: ROUGE-L F1 (best reference), sentence BLEU (sacrebleu, exp smoothing), embedding similarity (best cosine to a reference, zero-shot MiniLM), and **consistency**: a logistic-regression rating classifier on MiniLM embeddings of explanation text, trained once on the human training explanations (never on any system's output, and fixed before the generator is trained), labels the explanation; it is consistent when the label is the rating it explains.
 #
@@ -368,7 +397,7 @@ display(
 # %% [markdown]
 # ## Against the template floor and the retrieval explainer
 #
-# Each explainer minus a baseline (majority rating), per metric: the template (the floor), and the rating-filtered retrieval explainer (what copying a person's explanation of a similar pair gives). Paired bootstrap over items (stratified by domain), Holm over the other explainers of a metric against the same baseline; the CI is not adjusted; MDE beside a difference that is not significant; `of human` is the explainer's mean as a share of the human mean.
+# Each explainer minus a baseline (majority rating), per metric: the template (the floor), and the rating-filtered retrieval explainer (what copying a person's explanation of a similar pair gives). Paired bootstrap over items (stratified by domain), Holm over the other explainers of a metric against the same baseline; the CI is not adjusted; MDE beside a difference that is not significant; `of human` is the explainer's mean as a share of the human mean. A Holm p written `≤ p` is at the bootstrap's floor: no resample was as extreme as the observed difference, so the +1-corrected p is a bound, not an estimate.
 
 # %% tags=["hide-input"]
 rows, signatures = [], []
@@ -386,7 +415,7 @@ for baseline in ("template", "retrieval_same_rating"):
                     "mean": f"{r['mean']:.3f}",
                     "Δ [95% CI, unadjusted]": f"{signed_text(r['delta'], 3)} "
                     + interval(r["delta_ci_low"], r["delta_ci_high"], 3),
-                    "Holm p": p_text(r["p_holm"], 3),
+                    "Holm p": p_text(r["p_holm"], 3, at_floor=at_bootstrap_floor(r, family.n_resamples)),
                     "MDE": f"{r['mde']:.3f}" if r["p_holm"] >= 0.05 and r["mde"] > 0 else "",
                     "of human": f"{r['mean'] / human_items[metric].mean():.0%}",
                 }
@@ -464,7 +493,8 @@ display(
         + ", ".join(f"{opens.get(r, 0.0):.0%} of its {r} ones" for r in RATINGS if r != top_rating)
         + f"; {top_rating} is the majority rating of {majority_share:.0%} of feedback_test items against "
         f"{individual_share:.0%} of the annotators' individual ratings. The held-out levers table below "
-        "has one row per (pair, rating) an annotator gave (so the individual ratings' mix) on other questions: "
+        "has one row per distinct (pair, rating) among the held-out annotators' ratings (a pair three annotators "
+        "rated Bad is one row), on other questions: "
         f"the same decoding's top-opening share there is {held_share:.1%} (here "
         f"{gen_open['opening_share']:.1%})."
     )
@@ -492,7 +522,7 @@ plt.show()
 # %% [markdown]
 # ## What each lever changed (held-out explanations)
 #
-# Decided on the held-out 20% of the training questions, never on feedback_test: every (pair, rating) among the held-out explanations is explained once and scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both (the chooser), for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser scores a candidate by the classifier's log probability of the rating plus a **similarity weight** times its cosine similarity to the pair (rows named `3 x similarity` or `10 x similarity`; rows that name no weight use 1, as earlier runs did): a cosine lies in [-1, 1] while a log probability spans several units, so the table tries weights up to 10. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the evaluation classifier's accuracy on held-out human explanations of that rating (the `classifier acc.` column of the consistency table), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding; `[misses: …]` after a policy row's name lists the bars of the rule it misses (`none`: it qualifies); rows without it are not policies the rule can adopt.
+# Decided on the held-out 20% of the training questions, never on feedback_test: every (pair, rating) among the held-out explanations is explained once and scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both (the chooser), for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser scores a candidate by the classifier's log probability of the rating plus a **similarity weight** times its cosine similarity to the pair (rows named `3 x similarity` or `10 x similarity`; rows that name no weight use 1): a cosine lies in [-1, 1] while a log probability spans several units, so the table tries weights up to 10. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the evaluation classifier's accuracy on held-out human explanations of that rating (the `classifier acc.` column of the consistency table), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding; `[misses: …]` after a policy row's name lists the bars of the rule it misses (`none`: it qualifies); rows without it are not policies the rule can adopt.
 
 # %% tags=["hide-input"]
 epochs = pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch")

@@ -15,6 +15,7 @@ from fqa_analysis.core.text_metrics import readable_opening
 __all__ = [
     "CI_HEADER",
     "NBSP",
+    "at_bootstrap_floor",
     "breakable",
     "canonical_order",
     "change_text",
@@ -84,31 +85,62 @@ def interval(low: float, high: float, digits: int = 2, signed: bool = True) -> s
     return f"[{low:.{digits}f},{NBSP}{high:.{digits}f}]"
 
 
-def p_text(p: float, digits: int = 2) -> str:
+def p_text(p: float, digits: int = 2, at_floor: bool = False) -> str:
     """A p-value for reading: ``digits`` significant digits, trailing zeros kept, and 1 as "1.00".
 
     Trailing zeros are kept so that a p in the text reads as the table's to the digits it has
-    (0.103 is "0.10", not "0.1").
+    (0.103 is "0.10", not "0.1"). ``at_floor``: the bootstrap's +1-corrected p is at its
+    smallest possible value (no resample as extreme, :func:`at_bootstrap_floor`), so the p
+    shown is a bound, written "≤ p".
 
     Example:
         >>> [p_text(p) for p in (0.0004, 0.0312, 0.5, 0.103, 0.996, 1.0)]
         ['0.00040', '0.031', '0.50', '0.10', '1.00', '1.00']
         >>> p_text(0.123456, digits=3), p_text(0.9996, digits=3)
         ('0.123', '1.00')
+        >>> p_text(3 / 10_001, at_floor=True)
+        '≤ 0.00030'
     """
     text = f"{p:#.{digits}g}"
-    return "1.00" if float(text) >= 1 else text
+    text = "1.00" if float(text) >= 1 else text
+    return f"≤ {text}" if at_floor else text
 
 
-def change_text(row: Mapping[str, Any], scale: float = 100.0, digits: int = 2, unit: str = "points") -> str:
+def at_bootstrap_floor(row: Mapping[str, Any], n_resamples: int | None) -> bool:
+    """Whether a comparison row's unadjusted p is the +1-corrected bootstrap's floor, 1 / (B + 1).
+
+    There, no resample was as extreme as the observed difference and the p (and its Holm
+    adjustment) is an upper bound, not an estimate. False without ``n_resamples`` or ``p_value``.
+
+    Example:
+        >>> [at_bootstrap_floor({"p_value": k / 10_001}, 10_000) for k in (1, 2)]
+        [True, False]
+        >>> at_bootstrap_floor({"p_value": 1 / 10_001}, None)
+        False
+    """
+    p = row.get("p_value")
+    if n_resamples is None or p is None or not np.isfinite(p):
+        return False
+    return bool(p <= (1.0 + 1e-9) / (n_resamples + 1))
+
+
+def change_text(
+    row: Mapping[str, Any],
+    scale: float = 100.0,
+    digits: int = 2,
+    unit: str = "points",
+    n_resamples: int | None = None,
+) -> str:
     """One comparison row for a sentence: Δ with its unadjusted CI (so labelled), Holm's p, a null's MDE.
 
     Args:
         row: A :data:`~fqa_analysis.core.compare.COLUMNS` row (``delta``, its CI, ``p_holm`` and,
-            where present, ``mde``).
+            where present, ``mde`` and ``p_value``).
         scale: Multiplies Δ, its CI and the MDE (100: shares in points).
         digits: Decimals.
         unit: Δ's unit, after the number ("" for none).
+        n_resamples: The comparison's B: a p at the bootstrap's floor is written "≤ p"
+            (:func:`at_bootstrap_floor`).
 
     Example:
         >>> row = {"delta": 0.0085, "delta_ci_low": -0.001, "delta_ci_high": 0.018, "p_holm": 0.31,
@@ -117,12 +149,15 @@ def change_text(row: Mapping[str, Any], scale: float = 100.0, digits: int = 2, u
         '+0.85 points, unadjusted CI [-0.10, +1.80], Holm p 0.31, MDE 0.92'
         >>> change_text({**row, "p_holm": 0.004}, unit="").replace(NBSP, " ")  # significant: no MDE
         '+0.85, unadjusted CI [-0.10, +1.80], Holm p 0.0040'
+        >>> floor = {**row, "p_value": 1 / 10_001, "p_holm": 3 / 10_001}
+        >>> change_text(floor, unit="", n_resamples=10_000).replace(NBSP, " ")
+        '+0.85, unadjusted CI [-0.10, +1.80], Holm p ≤ 0.00030'
     """
     unit = f" {unit}" if unit else ""
     text = (
         f"{signed_text(scale * row['delta'], digits)}{unit}, unadjusted CI "
         + interval(scale * row["delta_ci_low"], scale * row["delta_ci_high"], digits)
-        + f", Holm p {p_text(row['p_holm'])}"
+        + f", Holm p {p_text(row['p_holm'], at_floor=at_bootstrap_floor(row, n_resamples))}"
     )
     mde = row.get("mde")
     if mde is not None and row["p_holm"] >= 0.05 and np.isfinite(mde) and mde > 0:
