@@ -428,7 +428,7 @@ pd.DataFrame(rows).set_index(["against", "metric", "explainer"]).rename(index=br
 # %% [markdown]
 # ## Does the explanation say what its rating says?
 #
-# Consistency per majority rating, each explainer beside the annotators (their own ratings), and beside the **classifier's own accuracy** on held-out human explanations of that rating (`classifier acc.`): how often the classifier reads a human explanation of that rating right. An explainer can score above it by writing, for every item, the words the classifier ties to the rating (the template's fixed sentences do so for some ratings and miss others entirely, as the table shows), so consistency is read together with similarity to what people wrote.
+# Consistency per majority rating (`items`: feedback_test items of that majority rating; `human expl.`: the annotators' explanations of that rating, the annotators' column), each explainer beside the annotators (their own ratings), and beside the **classifier's own accuracy** on held-out human explanations of that rating (`classifier acc.`): how often the classifier reads a human explanation of that rating right. An explainer can score above it by writing, for every item, the words the classifier ties to the rating (the template's fixed sentences do so for some ratings and miss others entirely, as the table shows), so consistency is read together with similarity to what people wrote.
 
 # %% tags=["hide-input"]
 table = by_rating.T.reindex(RATINGS)[EXPLAINERS]
@@ -446,7 +446,15 @@ short = {
     "retrieval_any_rating": "retrieval (any)",
     "classifier (held-out humans)": "classifier acc.",
 }
-table.rename(columns=short).round(2)
+# how many items and human explanations each share is over (the middle ratings are the small ones)
+counts = pd.DataFrame(
+    {
+        "items": gen["rating"].value_counts().reindex(RATINGS),
+        "human expl.": humans["rating"].value_counts().reindex(RATINGS),
+    }
+)
+counts.loc["overall"] = [len(gen), len(humans)]
+table.rename(columns=short).round(2).join(counts.astype(int))
 
 # %% mystnb={"figure": {"caption": "Consistency with the rating explained, per majority rating: each explainer and the annotators (bars); the dashed line is the consistency classifier's own accuracy on held-out human explanations of that rating (how often it reads a person's explanation right)."}} tags=["hide-input"]
 shown = (
