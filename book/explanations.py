@@ -183,22 +183,32 @@ grounded = {
 }
 # the ratings the judging classifier reads people's held-out explanations of right less than half the time
 weak = [r for r in RATINGS if classifier[r] < 0.5]
+strong = [r for r in RATINGS if r not in weak]
 # the annotators' overall consistency at the majority ratings' mix (theirs is at their own ratings' mix)
 mix = gen["rating"].value_counts(normalize=True)
 human_at_mix = float(sum(mix[r] * human_rating[r] for r in mix.index))
 lines = [
-    f"**In plain words:** a classifier of explanation text reads the generator's explanation as the rating it "
-    f"explains at least as often as people's for {len(met)} of 4 ratings"
-    + (f" ({', '.join(met)})" if met else "")
+    "**In plain words:** for the ratings a classifier of explanation text reads reliably ("
+    + ", ".join(strong)
+    + ": it reads "
+    + " / ".join(f"{classifier[r]:.0%}" for r in strong)
+    + " of held-out human explanations right), the generator's explanations are read as their rating "
+    + " and ".join(
+        f"{by_rating.loc['generator', r]:.2f} of the time for {r} (people {human_rating[r]:.2f})"
+        for r in strong
+    )
     + (
-        f"; for {' and '.join(weak)} that classifier reads people's own explanations right only "
+        f"; for {' and '.join(weak)} the classifier reads even people's explanations right only "
         + " / ".join(f"{classifier[r]:.0%}" for r in weak)
-        + " of the time, so those comparisons say little"
+        + " of the time, so the comparison there ("
+        + "; ".join(f"{by_rating.loc['generator', r]:.2f} vs {human_rating[r]:.2f}" for r in weak)
+        + ") says little"
         if weak
         else ""
     )
-    + f". The generator is {sim_word} people's explanations {sim_than} retrieving another person's "
-    f"explanation of a similar pair, but it repeats itself: its most common {OPENING_WORDS}-word opening "
+    + f". The generator's explanations are {sim_word} people's (embedding similarity {sim['mean']:.3f}) "
+    f"{sim_than} a retrieved explanation of a similar pair ({sim['baseline_mean']:.3f}), below people's agreement "
+    f"with each other ({humans['embedding_sim'].mean():.3f}), and it repeats itself: its most common {OPENING_WORDS}-word opening "
     f'("{readable_opening(gen_open["opening"])}") starts {gen_open["opening_share"]:.0%} of its explanations; '
     f'people\'s most common ("{readable_opening(human_open["opening"])}") starts '
     f"{human_open['opening_share']:.0%} of theirs.",
@@ -237,7 +247,8 @@ lines = [
     )
     + f" (held-out: similarity {chosen['embedding_sim']:.3f}, top opening {chosen['opening_share']:.0%}; greedy "
     f"{reference.loc['greedy', 'embedding_sim']:.3f} / {reference.loc['greedy', 'opening_share']:.0%}; the "
-    "levers table).",
+    f"levers table; on feedback_test its top opening is {gen_open['opening_share']:.0%}, where its usual Bad "
+    f"opening meets Bad as the majority rating of {(gen['rating'] == 'Bad').mean():.0%} of items).",
     f"The consistency classifier itself reads held-out human explanations right "
     f"{classifier['overall']:.0%} of the time ("
     + ", ".join(f"{r} {classifier[r]:.0%}" for r in RATINGS)
@@ -245,8 +256,8 @@ lines = [
     "consistency is read with similarity.",
     f"The stage cost {compute_min:.0f} minutes of compute on this 2-core CPU"
     + (
-        f" ({train_min:.1f} of them training the generator, read from the content cache: the compute of the "
-        "run that trained it)"
+        f", counting the generator's training ({train_min:.1f} min, done by an earlier run at the same "
+        "settings and reused from the cache here)"
         if train_cached
         else ""
     )
@@ -269,9 +280,9 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # - `retrieval_same_rating`: the explanation of the most similar training (question, passage) pair with the same rating (zero-shot MiniLM embeddings, cosine); `retrieval_any_rating`: the same without the rating filter;
 # - `generator`: an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (transformers `EncoderDecoderModel`; its cross-attention and its output layer's transform start untrained, since the pretrained models available to this project are sentence encoders, none an English sequence-to-sequence model: a deviation from the paper's BART-large). The encoder reads (question, passage); the **rating is the decoder's forced first tokens** (`excellent:`, `bad:`, ...), cut from the output, so the decoder sees it through its pretrained self-attention. Trained on every annotator's explanation (the explanations of one pair share an encoder pass), the epoch with the lowest held-out loss kept. It writes a greedy explanation and samples four more (nucleus sampling, p = 0.9, with the project's own sampler, `models/sampling.py`: the same nucleus as transformers' top-p, found without sorting the whole vocabulary at every step), either for every row or only where a TF-IDF logistic regression trained on human training explanations (the chooser's classifier, not the evaluation's) does not read the greedy one as the rating, and keeps the candidate with the highest log P(rating | text) + w × cosine(text, question + passage), greedy included. Whether to sample for every row or only where greedy disagrees, the weight w, and a penalty against the generator's over-used openings are chosen on held-out explanations by a pre-specified rule (the levers section); the findings name the decoding used.
 #
-# **Given the rating.** Every explainer here is told the rating it explains (the annotators' majority, or the rate-only reranker's prediction) and writes a justification of it; the explain-then-rate reranker, which writes an explanation *before* rating and rates from it, has its own chapter. **How the paper judged explanations**: with people (a study of whether the generated explanations help users decide whether an answer is correct); this project cannot run a user study, so it measures automatic proxies instead (similarity and ROUGE-L to the annotators' explanations, consistency with the rating, variety, grounding), and none of its numbers is comparable to the paper's human judgements.
+# **Given the rating.** Every explainer here is told the rating it explains (the annotators' majority; the `feedback_kl` reranker's prediction; or, in *Explaining the QA system's own answers*, the rating that system's reranker predicts) and writes a justification of it; the explain-then-rate reranker, which writes an explanation *before* rating and rates from it, has its own chapter. **How the paper judged explanations**: with people (a study of whether the generated explanations help users decide whether an answer is correct); this project cannot run a user study, so it measures automatic proxies instead (similarity and ROUGE-L to the annotators' explanations, consistency with the rating, variety, grounding), and none of its numbers is comparable to the paper's human judgements.
 #
-# **Training data**: the rerankers' (protocol `available`): the copy of FeedbackQA available here has feedback_train for WHO only (the other domains' files could not be mirrored; the Data chapter), so WHO's feedback_train and the four domains' feedback_valid files are pooled; **train** = 80% of those questions (the generator, both classifiers); **held-out** = the other 20% of each domain's questions (the epoch kept, the decoding levers, the consistency classifier's accuracy); **test** = feedback_test, never trained or tuned on.
+# **Training data** (the split the rerankers use, the `available` protocol): the copy of FeedbackQA available here has feedback_train for WHO only (the other domains' files could not be mirrored; the Data chapter), so WHO's feedback_train and the four domains' feedback_valid files are pooled; **train** = 80% of those questions (the generator, the chooser's TF-IDF classifier and the evaluation's consistency classifier); **held-out** = the other 20% of each domain's questions (the epoch kept, the decoding levers, the consistency classifier's accuracy); **test** = feedback_test, never trained or tuned on.
 #
 # **Evaluation** on feedback_test (three explanations per item). A human's explanation is scored against the *other two*; a system's explanation is scored against each of the three pairs of two and the scores averaged, so both see two references. Metrics: ROUGE-L F1 (best reference), sentence BLEU (sacrebleu, exp smoothing), embedding similarity (best cosine to a reference, zero-shot MiniLM), and **consistency**: a logistic-regression rating classifier on MiniLM embeddings of explanation text, trained once on the human training explanations (never on any system's output, and fixed before the generator is trained), labels the explanation; it is consistent when the label is the rating it explains.
 #
