@@ -171,3 +171,18 @@ def test_estimate_refuses_a_question_twice_in_a_group() -> None:
         estimate(pd.concat([rows, rows]), ["s"])
     with pytest.raises(ValueError, match="no column"):
         estimate(rows, ["rqa"])
+
+
+def test_a_p_at_the_bootstraps_floor_is_shown_as_a_bound() -> None:
+    # group a: "new" gains on half the questions and never loses, so no resample is as extreme:
+    # p = 1 / (B + 1) exactly, and Holm over two doubles it; group b: no difference, p = 1
+    from fqa_analysis.core.report import comparison_table, holm_p_text
+
+    cmp = compare(_two_groups(), system="s", baseline="base", within=["g"], n_resamples=999)
+    assert cmp.table.loc[("a", "new"), "p_value"] == pytest.approx(1 / 1000)
+    shown = comparison_table(cmp, wtl=False, raw_p=True)  # B read from the Comparison
+    assert shown.loc[("a", "new"), ["p", "p (Holm)"]].tolist() == ["≤ 0.00100", "≤ 0.00200"]
+    assert shown.loc[("b", "new"), ["p", "p (Holm)"]].tolist() == ["1.00", "1.00"]
+    # a table without its Comparison: the B must be given (the project's default is 10,000)
+    assert comparison_table(cmp.table, wtl=False).loc[("a", "new"), "p (Holm)"] == "0.00200"
+    assert holm_p_text(cmp.table.loc[("a", "new")], n_resamples=999) == "≤ 0.0020"

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fqa_analysis.core.compare import Comparison
+from fqa_analysis.core.compare import N_RESAMPLES, Comparison
 from fqa_analysis.core.text_metrics import readable_opening
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "change_text",
     "ci_table",
     "comparison_table",
+    "holm_p_text",
     "interval",
     "markdown_records",
     "mean_sd_table",
@@ -124,12 +125,31 @@ def at_bootstrap_floor(row: Mapping[str, Any], n_resamples: int | None) -> bool:
     return bool(p <= (1.0 + 1e-9) / (n_resamples + 1))
 
 
+def holm_p_text(row: Mapping[str, Any], digits: int = 2, n_resamples: int | None = N_RESAMPLES) -> str:
+    """A comparison row's Holm p for reading, written "≤ p" where it is at the bootstrap's floor.
+
+    Args:
+        row: A :data:`~fqa_analysis.core.compare.COLUMNS` row (``p_holm`` and ``p_value``).
+        digits: Significant digits (:func:`p_text`).
+        n_resamples: The comparison's B (default: the project's, which every stage and chapter
+            uses unless it says otherwise). A comparison made with another B is never marked,
+            since its floor 1 / (B + 1) is not this one: the mark can be missed, never misplaced.
+
+    Example:
+        >>> holm_p_text({"p_value": 1 / 10_001, "p_holm": 3 / 10_001})
+        '≤ 0.00030'
+        >>> holm_p_text({"p_value": 2 / 10_001, "p_holm": 4 / 10_001}, digits=3)
+        '0.000400'
+    """
+    return p_text(row["p_holm"], digits, at_floor=at_bootstrap_floor(row, n_resamples))
+
+
 def change_text(
     row: Mapping[str, Any],
     scale: float = 100.0,
     digits: int = 2,
     unit: str = "points",
-    n_resamples: int | None = None,
+    n_resamples: int | None = N_RESAMPLES,
 ) -> str:
     """One comparison row for a sentence: Δ with its unadjusted CI (so labelled), Holm's p, a null's MDE.
 
@@ -139,8 +159,8 @@ def change_text(
         scale: Multiplies Δ, its CI and the MDE (100: shares in points).
         digits: Decimals.
         unit: Δ's unit, after the number ("" for none).
-        n_resamples: The comparison's B: a p at the bootstrap's floor is written "≤ p"
-            (:func:`at_bootstrap_floor`).
+        n_resamples: The comparison's B (default: the project's): a p at the bootstrap's floor
+            is written "≤ p" (:func:`holm_p_text`).
 
     Example:
         >>> row = {"delta": 0.0085, "delta_ci_low": -0.001, "delta_ci_high": 0.018, "p_holm": 0.31,
@@ -150,14 +170,16 @@ def change_text(
         >>> change_text({**row, "p_holm": 0.004}, unit="").replace(NBSP, " ")  # significant: no MDE
         '+0.85, unadjusted CI [-0.10, +1.80], Holm p 0.0040'
         >>> floor = {**row, "p_value": 1 / 10_001, "p_holm": 3 / 10_001}
-        >>> change_text(floor, unit="", n_resamples=10_000).replace(NBSP, " ")
+        >>> change_text(floor, unit="").replace(NBSP, " ")
         '+0.85, unadjusted CI [-0.10, +1.80], Holm p ≤ 0.00030'
+        >>> change_text(floor, unit="", n_resamples=20_000).replace(NBSP, " ")  # another B's floor
+        '+0.85, unadjusted CI [-0.10, +1.80], Holm p 0.00030'
     """
     unit = f" {unit}" if unit else ""
     text = (
         f"{signed_text(scale * row['delta'], digits)}{unit}, unadjusted CI "
         + interval(scale * row["delta_ci_low"], scale * row["delta_ci_high"], digits)
-        + f", Holm p {p_text(row['p_holm'], at_floor=at_bootstrap_floor(row, n_resamples))}"
+        + f", Holm p {holm_p_text(row, n_resamples=n_resamples)}"
     )
     mde = row.get("mde")
     if mde is not None and row["p_holm"] >= 0.05 and np.isfinite(mde) and mde > 0:
@@ -271,6 +293,7 @@ def comparison_table(
     wtl: bool = True,
     mde: bool = True,
     mde_header: str | None = None,
+    n_resamples: int | None = None,
 ) -> pd.DataFrame:
     """A comparison for reading: the mean, Δ, its CI as one cell, Holm's p, the MDE of a null, W / T / L.
 
@@ -292,6 +315,8 @@ def comparison_table(
             (the two systems agree on every question: the bootstrap has no spread).
         mde_header: header of the MDE column; by default "MDE" with the unit the difference
             header names in parentheses ("Δ (points)" gives "MDE (points)").
+        n_resamples: the comparison's B, for writing a p at the bootstrap's floor "≤ p"
+            (:func:`holm_p_text`); default: a Comparison's own, else the project's.
 
     Example:
         >>> row = {"rqa": "bm25", "reranker": "kl", "mean": 0.43321, "delta": 0.0049,
@@ -307,8 +332,15 @@ def comparison_table(
         >>> shown = comparison_table(nulls, wtl=False, scale=1.0, digits=3, delta_header="Δ (nats)")
         >>> shown.columns[-1], shown.iloc[0, -1]
         ('MDE (nats)', '0.012')
+        >>> floor = t.assign(p_value=1 / 10_001, p_holm=3 / 10_001)  # no resample as extreme
+        >>> comparison_table(floor, wtl=False, raw_p=True)[["p", "p (Holm)"]].iloc[0].tolist()
+        ['≤ 0.000100', '≤ 0.000300']
     """
     table = comparison.table if isinstance(comparison, Comparison) else comparison
+    if n_resamples is None:
+        n_resamples = comparison.n_resamples if isinstance(comparison, Comparison) else N_RESAMPLES
+    # a p at the bootstrap's floor is a bound (the raw p and its Holm adjustment alike)
+    floors = [at_bootstrap_floor({"p_value": p}, n_resamples) for p in table["p_value"]]
     if levels is not None:
         table = table.reset_index().set_index(list(levels))
     rows = {
@@ -318,8 +350,8 @@ def comparison_table(
             interval(scale * lo, scale * hi, digits)
             for lo, hi in zip(table["delta_ci_low"], table["delta_ci_high"], strict=True)
         ],
-        "p": [p_text(p, 3) for p in table["p_value"]],
-        "p (Holm)": [p_text(p, 3) for p in table["p_holm"]],
+        "p": [p_text(p, 3, at_floor=f) for p, f in zip(table["p_value"], floors, strict=True)],
+        "p (Holm)": [p_text(p, 3, at_floor=f) for p, f in zip(table["p_holm"], floors, strict=True)],
     }
     if mde and "mde" in table.columns:
         # beside a null result only: how large a difference these questions could have shown
