@@ -47,6 +47,7 @@ from fqa_analysis.core.report import (
     CI_HEADER,
     change_text,
     comparison_table,
+    holm_p_text,
     interval,
     markdown_records,
     p_text,
@@ -331,7 +332,7 @@ if TRANSFER:
                     f"{100 * m:.2f}" if p >= 0.05 else ""
                     for m, p in zip(own["mde"], own["p_holm"], strict=True)
                 ],
-                "p (Holm)": [p_text(p) for p in own["p_holm"]],
+                "p (Holm)": [holm_p_text(r, n_resamples=qa_cmp.n_resamples) for _, r in own.iterrows()],
             },
         )
         .rename_axis(columns=None)
@@ -375,7 +376,7 @@ if TRANSFER:
                     f"{m:.4f}" if p >= 0.05 else ""
                     for m, p in zip(own_kl["mde"], own_kl["p_holm"], strict=True)
                 ],
-                "p (Holm)": [p_text(p) for p in own_kl["p_holm"]],
+                "p (Holm)": [holm_p_text(r, n_resamples=kl_t.n_resamples) for _, r in own_kl.iterrows()],
             },
         )
         .rename_axis(columns=None)

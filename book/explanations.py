@@ -31,12 +31,11 @@ from fqa_analysis.core.levers import policy_misses
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.core.report import (
-    at_bootstrap_floor,
     breakable,
     change_text,
     ci_table,
+    holm_p_text,
     interval,
-    p_text,
     signed_text,
     variety_table,
 )
@@ -70,6 +69,11 @@ classifier = stage["rating_classifier_heldout_accuracy_by_rating"]
 def show(who, text, width=78):
     """Print one explanation, wrapped to the page."""
     print(textwrap.fill(f"{who}: {text}", width, initial_indent="  ", subsequent_indent="      "))
+
+
+def say(text, width=100):
+    """Print one line of the page's text, wrapped to the page's width."""
+    print(textwrap.fill(text, width))
 
 
 def vs(baseline, metric, part=majority):
@@ -372,7 +376,7 @@ bleu_table = bleu_table.reindex(
 )
 rouge_means = majority.groupby("explainer")["rouge_l"].mean()
 human_bleu = bleu_table.loc["human (annotator 3)", "corpus BLEU"]
-print(
+say(
     "at or above the humans (majority rating): ROUGE-L "
     + (", ".join(e for e in EXPLAINERS if rouge_means[e] >= human_items["rouge_l"].mean()) or "none")
     + "; corpus BLEU "
@@ -426,7 +430,7 @@ for baseline in ("template", "retrieval_same_rating"):
                     "mean": f"{r['mean']:.3f}",
                     "Δ [95% CI, unadjusted]": f"{signed_text(r['delta'], 3)} "
                     + interval(r["delta_ci_low"], r["delta_ci_high"], 3),
-                    "Holm p": p_text(r["p_holm"], 3, at_floor=at_bootstrap_floor(r, family.n_resamples)),
+                    "Holm p": holm_p_text(r, 3, family.n_resamples),
                     "MDE": f"{r['mde']:.3f}" if r["p_holm"] >= 0.05 and r["mde"] > 0 else "",
                     "of human": f"{r['mean'] / human_items[metric].mean():.0%}",
                 }
@@ -467,7 +471,16 @@ counts = pd.DataFrame(
 counts.loc["overall"] = [len(gen), len(humans)]
 table.rename(columns=short).round(2).join(counts.astype(int))
 
-# %% mystnb={"figure": {"caption": "Consistency with the rating explained, per majority rating: each explainer and the annotators (bars); the dashed line is the consistency classifier's own accuracy on held-out human explanations of that rating (how often it reads a person's explanation right)."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Consistency with the rating explained, per majority rating: each explainer and the annotators (bars, with 95% percentile bootstrap intervals: items resampled within domains, people's explanations one by one); the dashed line is the consistency classifier's own accuracy on held-out human explanations of that rating (how often it reads a person's explanation right)."}} tags=["hide-input"]
+# each bar's CI: an explainer's items, or people's explanations (one row per annotator), resampled within domains
+sources = [(e, majority[majority["explainer"] == e], keys) for e in EXPLAINERS]
+sources.append(("humans", humans, [*keys, "annotator"]))
+intervals = pd.concat(
+    estimate(frame.assign(explainer=name), ["explainer", "rating"], value="consistent", keys=k,
+             strata=["domain"], seeds=None)
+    for name, frame, k in sources
+)  # fmt: skip
+intervals["explainer"] = intervals["explainer"].map(lambda n: short.get(n, n))
 shown = (
     table.drop(index="overall")
     .drop(columns="classifier (held-out humans)")
@@ -475,13 +488,35 @@ shown = (
     .rename_axis("rating")
     .reset_index()
     .melt(id_vars="rating", var_name="explainer", value_name="consistency")
+    .merge(intervals[["explainer", "rating", "ci_low", "ci_high"]], on=["explainer", "rating"], how="left")
 )
-ax = plot_grouped_bars(shown, "rating", "explainer", "consistency")
+ax = plot_grouped_bars(shown, "rating", "explainer", "consistency", error=("ci_low", "ci_high"))
 mark_group_levels(ax, [classifier[r] for r in RATINGS], "classifier accuracy (held-out humans)")
 ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
 ax.set_ylabel("share read as the rating explained")
 ax.set_ylim(0, 1)
 plt.show()
+
+# %% tags=["hide-input"]
+# where the generator is below people, do the intervals tell them apart? (unpaired: the generator explains
+# each item's majority rating, people their own ratings)
+iv = intervals.set_index(["explainer", "rating"])
+below = [r for r in RATINGS if r not in met]
+for r in below:
+    g, h = iv.loc[("generator", r)], iv.loc[("humans", r)]
+    overlap = g["ci_low"] <= h["ci_high"] and h["ci_low"] <= g["ci_high"]
+    say(
+        f"{r}, where the generator is below people: generator {g['mean']:.3f} "
+        f"{interval(g['ci_low'], g['ci_high'], 3, signed=False)}, people {h['mean']:.3f} "
+        f"{interval(h['ci_low'], h['ci_high'], 3, signed=False)}: the intervals "
+        + (
+            "overlap, so this test set does not tell the two apart"
+            if overlap
+            else "do not overlap: the generator is below people there"
+        )
+    )
+if not below:
+    say("The generator is at or above people for every rating.")
 
 
 # %% [markdown]
@@ -539,6 +574,43 @@ plt.show()
 
 
 # %% [markdown]
+# Within each rating: the most common opening (four words) and the share of that rating's explanations it opens, for the generator and the retrieval explainer (majority rating; `items`: feedback_test items of that rating) and for people (their own ratings; `explanations`: how many). The template writes one sentence per rating, so its share is 100% in every row.
+
+# %% tags=["hide-input"]
+per_rating = {}
+for name, frame in (
+    ("generator", gen),
+    ("retrieval (same)", majority[majority["explainer"] == "retrieval_same_rating"]),
+    ("humans", humans),
+):
+    tops = {
+        r: variety(frame.loc[frame["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)
+        for r in RATINGS
+    }
+    per_rating[name] = {
+        r: f'"{readable_opening(v["opening"])}" {v["opening_share"]:.0%}' for r, v in tops.items()
+    }
+per_rating = pd.DataFrame(per_rating).rename_axis("rating")
+per_rating.insert(2, "items", gen["rating"].value_counts().reindex(RATINGS).astype(int))
+per_rating["explanations"] = humans["rating"].value_counts().reindex(RATINGS).astype(int)
+# the generator's share against people's, per rating, in one line above the table
+ratio = {
+    r: variety(gen.loc[gen["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)["opening_share"]
+    / variety(humans.loc[humans["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)["opening_share"]
+    for r in RATINGS
+}
+print(
+    textwrap.fill(
+        "the generator's top opening within a rating is "
+        + ", ".join(f"{ratio[r]:.1f}x people's for {r}" for r in RATINGS)
+        + " (shares of that rating's explanations)",
+        100,
+    )
+)
+per_rating
+
+
+# %% [markdown]
 # ## What each lever changed (held-out explanations)
 #
 # Decided on the held-out 20% of the training questions, never on feedback_test: every (pair, rating) among the held-out explanations is explained once and scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both (the chooser), for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser scores a candidate by the classifier's log probability of the rating plus a **similarity weight** times its cosine similarity to the pair (rows named `3 x similarity` or `10 x similarity`; rows that name no weight use 1): a cosine lies in [-1, 1] while a log probability spans several units, so the table tries weights up to 10. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the evaluation classifier's accuracy on held-out human explanations of that rating (the `classifier acc.` column of the consistency table), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding; `[misses: …]` after a policy row's name lists the bars of the rule it misses (`none`: it qualifies); rows without it are not policies the rule can adopt.
@@ -555,13 +627,13 @@ names = {
     "distinct": "distinct",
 }
 kept = int(epochs["select_loss"].idxmin())
-print(
+say(
     f"epoch kept: {kept} (lowest held-out loss, {epochs.loc[kept, 'select_loss']:.3f}); the metrics after the "
     "losses are greedy explanations of the first held-out rows (not the whole held-out set of the levers table)"
 )
 if kept == epochs.index.max() and len(epochs) > 1:
     # the budget stopped training, not the held-out loss
-    print(
+    say(
         f"the kept epoch is the last: held-out loss still fell from {epochs['select_loss'].iloc[-2]:.3f} to "
         f"{epochs['select_loss'].iloc[-1]:.3f}, so longer training may lower it further"
     )
@@ -608,7 +680,7 @@ lever_table.index = [
     for lever, used, miss in zip(levers["lever"], levers[USED], misses, strict=True)
 ]
 lever_table.index.name = "lever"
-print(
+say(
     f"{levers['rows'].iloc[0]} held-out (pair, rating) rows; feedback_test explained with: {chosen.name}"
     + (" (adopted by the rule above)" if USED == "adopted" else " (the configured decoding)")
 )
@@ -655,7 +727,7 @@ for _, r in top1.sample(n=min(4, len(top1)), random_state=3).iterrows():
     answered = "the gold passage" if r["is_gold"] else "another passage than the gold one"
     print(f"  answered with {answered}; predicted rating: {r['predicted_rating']}")
     for e in EXPLAINERS:
-        print(f"  {e}: {r[e]}")
+        show(e, r[e])
     print()
 
 # %% [markdown]
@@ -675,8 +747,17 @@ if len(used) < len(RATINGS) and stage["top1_system"]:
         if reranker_name == "vanilla"
         else ""
     )
-    print(
-        f"{reranker_name} predicts {len(used)} of the {len(RATINGS)} ratings here ({', '.join(used)}){why}."
+    say(f"{reranker_name} predicts {len(used)} of the {len(RATINGS)} ratings here ({', '.join(used)}){why}.")
+if "Excellent" in shares.columns and {"gold answer", "other answer"} <= set(shares.index):
+    # the verdict a user needs: an explanation follows the rating it is given, right or wrong
+    display(
+        Markdown(
+            f"**What a user would read.** {top1['is_gold'].mean():.0%} of the system's {len(top1):,} answers are "
+            f"the gold passage. The reranker rates {shares.loc['other answer', 'Excellent']:.0%} of the other "
+            f"answers Excellent (the gold answers: {shares.loc['gold answer', 'Excellent']:.0%}), and every "
+            "explainer explains the rating it is given without checking the answer, so those answers come with "
+            "an explanation of an Excellent rating. The explanations are only as right as the rating."
+        )
     )
 shares.reindex(columns=used).round(3)
 
@@ -696,7 +777,7 @@ timings = timings.reindex(
 print(f"whole stage: {compute_min:.1f} min of compute")
 costliest = timings["compute_s"].astype(float).idxmax()
 decode_used = stage["decode"]
-print(
+say(
     f"costliest step: {costliest}, {float(timings.loc[costliest, 'compute_s']) / 60:.1f} min"
     + (
         f"; the decoding used samples {decode_used['candidates']} candidates for every row it explains (feedback_test and the QA system's answers)"

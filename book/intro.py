@@ -35,7 +35,7 @@ from fqa_analysis import data
 from fqa_analysis.core.compare import ITEM_KEYS, N_RESAMPLES, compare, significance_counts
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.ratings import item_ratings, predicted_rating
-from fqa_analysis.core.report import NBSP, change_text, interval, p_text, plus_minus, signed_text
+from fqa_analysis.core.report import NBSP, change_text, holm_p_text, interval, plus_minus, signed_text
 from fqa_analysis.core.reranking import (
     best_feedback_gain,
     compare_family,
@@ -125,7 +125,7 @@ for reranker, (label, key) in ROWS.items():
         row["our Δ [95% CI, unadjusted]"] = f"{100 * g['delta']:+.2f}{NBSP}" + interval(
             100 * g["delta_ci_low"], 100 * g["delta_ci_high"]
         )
-        row["p (Holm)"] = p_text(g["p_holm"])
+        row["p (Holm)"] = holm_p_text(g)
         row["MDE"] = f"{100 * g['mde']:.2f}" if g["p_holm"] >= 0.05 and g["mde"] > 0 else ""
     rows[label] = row
 # the plain answers, from the same comparisons as the chapters
@@ -176,7 +176,7 @@ if pairs and "vanilla" in gains.index:
     short.append(
         f"Continuing the relevance model on the feedback (on {RQA}, `vanilla`, the relevance model with no "
         f"feedback, adds {100 * gains.loc['vanilla', 'delta']:+.2f} points to the RQA alone, Holm p "
-        f"{p_text(gains.loc['vanilla', 'p_holm'])}) "
+        f"{holm_p_text(gains.loc['vanilla'])}) "
         "changes its accuracy by "
         + " and ".join(f"{100 * rows_claim.loc[s, 'delta']:+.2f} (`{s}`)" for s, _ in pairs)
         + f" on {RQA}, and is significantly better on {adds['better']} and worse on {adds['worse']} of the "
@@ -240,7 +240,8 @@ display(Markdown("\n".join(f"- {line}" for line in short) if short else pending(
 # small artifacts under `results/`, by functions that unit tests check on hand-made examples. Comparisons
 # carry paired-bootstrap 95% confidence intervals (each for its own comparison, not adjusted for the family: a
 # CI beside a Holm p is the unadjusted one) and Holm-corrected p-values (B = 10,000 resamples, so the smallest
-# p a family of m comparisons can show is m / 10,001: 0.0008 for eight); in the chapters' comparison tables
+# p a family of m comparisons can show is m / 10,001: 0.0008 for eight; a p at that floor, where no resample
+# was as extreme as the observed difference, is a bound and is written `≤ p`); in the chapters' comparison tables
 # every difference that is not significant carries its minimal detectable effect (MDE, 80% power): a true
 # difference at least that large would be found at p < 0.05 / m (m the comparisons in its Holm family, the level Holm asks of the smallest p) in 80% of resamples with these
 # questions and seeds, so that "no effect" can be told from "too little data". The results come from the

@@ -33,9 +33,9 @@ from fqa_analysis.core.report import (
     breakable,
     change_text,
     comparison_table,
+    holm_p_text,
     interval,
     mean_sd_table,
-    p_text,
     paper_shape_table,
     plus_minus,
     signed_text,
@@ -457,7 +457,7 @@ FORMATS = {
     1: lambda v, p: f"{v:.3f}",
     2: lambda v, p: f"{v:.3f} nats",
     3: lambda v, p: f"{100 * v:.1f}% ({alone_means.idxmax()})",
-    4: lambda v, p: f"{100 * v:+.2f} ({TOP_GAIN}), Holm p {p_text(p)}",
+    4: lambda v, p: f"{100 * v:+.2f} ({TOP_GAIN}), Holm p {holm_p_text(GAINS_HERE.loc[TOP_GAIN])}",
 }
 MET = ["not measured" if m is None else ("yes" if m else "no") for m in targets["met"]]
 if MET[2] == "yes" and len(fed_alone) and alone_means.idxmax() not in fed_alone.index:
@@ -481,7 +481,7 @@ pd.DataFrame(
                     FED_BEST,
                     (
                         f"{100 * FED_GAINS['delta'].max():+.2f} ({FED_GAINS['delta'].astype(float).idxmax()}), "
-                        f"Holm p {p_text(FED_GAINS.loc[FED_GAINS['delta'].astype(float).idxmax(), 'p_holm'])}"
+                        f"Holm p {holm_p_text(FED_GAINS.loc[FED_GAINS['delta'].astype(float).idxmax()])}"
                     )
                     if TOP_GAIN not in FEEDBACK and len(FED_GAINS)
                     else "",
@@ -649,7 +649,7 @@ recipe_view = pd.DataFrame(
             + interval(100 * recipe_cmp.loc[r, "delta_ci_low"], 100 * recipe_cmp.loc[r, "delta_ci_high"], 1)
             for r in recipes.index
         ],
-        "Holm p": ["" if r == BASE_RECIPE else p_text(recipe_cmp.loc[r, "p_holm"]) for r in recipes.index],
+        "Holm p": ["" if r == BASE_RECIPE else holm_p_text(recipe_cmp.loc[r]) for r in recipes.index],
         "training (min)": [
             f"{sum(e['wall_s'] for e in recipe_info[r]['history']['epochs']) / 60:.0f}" for r in recipes.index
         ],

@@ -41,8 +41,8 @@ from fqa_analysis.core.report import (
     change_text,
     ci_table,
     comparison_table,
+    holm_p_text,
     markdown_records,
-    p_text,
     signed_text,
 )
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir, stage_cost
@@ -127,7 +127,7 @@ lines = [
     f"{'above' if micro[best] * 100 >= paper else 'below'} the paper's RQA (micro); "
     + "against bm25: "
     + ", ".join(
-        f"{s} {100 * cmp.loc[s, 'delta']:+.1f} points (Holm p {p_text(cmp.loc[s, 'p_holm'])})"
+        f"{s} {100 * cmp.loc[s, 'delta']:+.1f} points (Holm p {holm_p_text(cmp.loc[s])})"
         for s in SYSTEMS
         if s != "bm25"
     )

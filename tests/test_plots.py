@@ -57,6 +57,19 @@ def test_grouped_bars_keep_the_legend_off_the_bars_and_levels_span_each_group() 
     plt.close("all")
 
 
+def test_grouped_bars_draw_an_asymmetric_interval_from_two_columns() -> None:
+    from fqa_analysis.core.plots import plot_grouped_bars
+
+    frame = pd.DataFrame(
+        {"g": ["a", "b"], "s": ["x", "x"], "v": [1.0, 3.0], "lo": [0.5, 2.9], "hi": [1.2, 4.0]}
+    )
+    ax = plot_grouped_bars(frame, "g", "s", "v", error=("lo", "hi"))
+    # the error bar's vertical segments run from each CI's low to its high end
+    (bars,) = [c for c in ax.collections if c.get_segments()]
+    assert np.allclose([seg[:, 1].tolist() for seg in bars.get_segments()], [[0.5, 1.2], [2.9, 4.0]])
+    plt.close("all")
+
+
 def test_grouped_points_put_each_system_at_its_offset_with_its_ci() -> None:
     from fqa_analysis.core.plots import plot_grouped_points
 

@@ -255,7 +255,7 @@ def plot_grouped_bars(
     group: str,
     system: str,
     value: str,
-    error: str | None = None,
+    error: str | tuple[str, str] | None = None,
     ax: Axes | None = None,
     legend: bool = True,
 ) -> Axes:
@@ -268,7 +268,9 @@ def plot_grouped_bars(
         group: Column of the x-axis groups (kept in first-appearance order).
         system: Column naming the bars within a group (coloured by :func:`system_color`).
         value: Bar height column.
-        error: Optional column of symmetric error-bar half-widths (e.g. sd over seeds).
+        error: Optional error bars: a column of symmetric half-widths (e.g. sd over seeds), or a
+            pair of columns (low, high) whose interval each bar's error bar spans (a CI, which need
+            not be symmetric around the mean).
         ax: Axes to draw on.
         legend: Draw the legend (off for all but one panel of a row of panels).
     """
@@ -279,10 +281,17 @@ def plot_grouped_bars(
     for j, name in enumerate(systems):
         sub = frame[frame[system] == name].set_index(group).reindex(groups)
         x = np.arange(len(groups)) + (j - (len(systems) - 1) / 2) * width
-        yerr = sub[error].to_numpy() if error else None
+        heights = sub[value].to_numpy(dtype=float)
+        yerr: np.ndarray | None = None
+        if isinstance(error, str):
+            yerr = sub[error].to_numpy(dtype=float)
+        elif error is not None:
+            # matplotlib wants the distances below and above the bar's top
+            low, high = (sub[c].to_numpy(dtype=float) for c in error)
+            yerr = np.vstack([heights - low, high - heights])
         ax.bar(
             x,
-            sub[value].to_numpy(),
+            heights,
             width,
             yerr=yerr,
             capsize=2,
