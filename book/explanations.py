@@ -574,7 +574,7 @@ plt.show()
 
 
 # %% [markdown]
-# Within each rating: the most common opening (four words) and the share of that rating's explanations it opens, for the generator and the retrieval explainer (majority rating; `items`: feedback_test items of that rating) and for people (their own ratings; `explanations`: how many). The template writes one sentence per rating, so its share is 100% in every row.
+# Within each rating: the most common opening (four words) and the share of that rating's explanations it opens, for the generator and the retrieval explainer (majority rating) and for people (their own ratings); how many items and explanations each rating has is in the consistency table above. The template writes one sentence per rating, so its share is 100% in every row.
 
 # %% tags=["hide-input"]
 per_rating = {}
@@ -591,8 +591,6 @@ for name, frame in (
         r: f'"{readable_opening(v["opening"])}" {v["opening_share"]:.0%}' for r, v in tops.items()
     }
 per_rating = pd.DataFrame(per_rating).rename_axis("rating")
-per_rating.insert(2, "items", gen["rating"].value_counts().reindex(RATINGS).astype(int))
-per_rating["explanations"] = humans["rating"].value_counts().reindex(RATINGS).astype(int)
 # the generator's share against people's, per rating, in one line above the table
 ratio = {
     r: variety(gen.loc[gen["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)["opening_share"]
