@@ -241,15 +241,16 @@ def _parser() -> argparse.ArgumentParser:
         "--explain-rate-unlikelihood",
         type=_float_in(0.0, 100.0),
         help="explain-then-rate reranker (our form): weight of an unlikelihood term against openings "
-        "its own explanations share across a batch, 0..100 (default: "
-        f"{ExplainRateConfig.opening_unlikelihood:g}, none)",
+        "its own explanations share across a batch, 0..100 (default: chosen with the nucleus by seed 0's "
+        "held-out levers; given by hand, neither is chosen)",
     )
     run_p.add_argument(
         "--explain-rate-top-p",
         type=_float_in(0.01, 1.0),
         help="explain-then-rate reranker: nucleus mass of the explanation the model writes, in training "
         "(what the rating head reads, our form) and at inference, a seeded draw instead of the greedy "
-        "sentence, 0.01..1 (default: greedy)",
+        "sentence, 0.01..1 (default: chosen with the unlikelihood weight by seed 0's held-out levers; given "
+        "by hand, neither is chosen and an unset one is greedy / 0)",
     )
     run_p.add_argument(
         "--fractions",
@@ -597,8 +598,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if args.stage == "explain_rate"
             else list(EXPLAIN_RATE_FORMS)
         )
+        by_hand = args.explain_rate_unlikelihood is not None or args.explain_rate_top_p is not None
         for form in forms:
             head_reads, head_input = EXPLAIN_RATE_FORMS[form]
+            unchosen = by_hand or head_reads != "own"
             explain_rate = ExplainRateRunConfig(
                 model=ExplainRateConfig(
                     epochs=args.explain_rate_epochs or ExplainRateConfig.epochs,
@@ -614,12 +617,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     own_top_p=args.explain_rate_top_p,
                 ),
                 seeds=args.seeds or (PAPER_FORM_SEEDS if form == "paper" else ExplainRateRunConfig.seeds),
-                # a weight given by hand is used as it is; otherwise seed 0's held-out levers choose it
-                unlikelihood_levers=(
-                    ()
-                    if args.explain_rate_unlikelihood is not None or head_reads != "own"
-                    else ExplainRateRunConfig.unlikelihood_levers
-                ),
+                # a weight or nucleus given by hand is used as it is; otherwise seed 0's held-out
+                # levers choose them
+                unlikelihood_levers=() if unchosen else ExplainRateRunConfig.unlikelihood_levers,
+                top_p_levers=() if unchosen else ExplainRateRunConfig.top_p_levers,
                 rqa=args.rescore or ExplainRateRunConfig.rqa,
                 subset=args.subset,
                 relevance=rerank,

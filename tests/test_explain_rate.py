@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fqa_analysis.cache import config_key
@@ -15,6 +16,7 @@ from fqa_analysis.models.explain_rate import (
     _decoder_batch,
     train_explain_rate,
 )
+from fqa_analysis.stages.explain_rate import ExplainRateRunConfig, adopt_lever, lever_configs, lever_name
 
 
 def test_decoder_batch_reads_the_rating_after_the_explanation() -> None:
@@ -226,3 +228,27 @@ def test_explain_rate_resumed_from_a_checkpoint_ends_with_the_weights_of_an_unin
     assert history["steps"] == 6 and not history["from_cache"]
     a, b = whole.state(), resumed.state()
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_seed_zero_measures_each_lever_once_and_adopts_the_least_repeated_that_rates_as_well() -> None:
+    """Levers: the configured setting, each unlikelihood weight, each nucleus; the rule picks one."""
+    run = ExplainRateRunConfig(unlikelihood_levers=(2.0, 0.0), top_p_levers=(0.5, 0.9))
+    settings = lever_configs(run)
+    assert [(c.opening_unlikelihood, c.own_top_p) for c in settings] == [
+        (0.0, None),
+        (2.0, None),
+        (0.0, 0.5),
+        (0.0, 0.9),
+    ]  # weight 0 greedy is the configured setting: trained once
+    assert [lever_name(c) for c in settings][2] == "unlikelihood0_top_p0.5"
+    # held-out KL 0.926 + tolerance 0.005 = 0.931: the 0.9 nucleus (0.933) rates worse, so it is
+    # out although its explanations repeat least; of the rest, the 0.5 nucleus repeats least (18%)
+    levers = pd.DataFrame(
+        {"select_kl": [0.926, 0.927, 0.9263, 0.933], "select_opening_share": [1.0, 0.39, 0.18, 0.04]}
+    )
+    assert adopt_lever(levers) == 2
+    assert adopt_lever(levers.assign(select_kl=[0.926, 0.927, 0.932, 0.933])) == 1
+    unchosen = ExplainRateRunConfig(unlikelihood_levers=(), top_p_levers=())
+    assert lever_configs(unchosen) == [ExplainRateConfig()]
+    paper = ExplainRateConfig(head_reads="human", head_input="decoder")
+    assert lever_configs(ExplainRateRunConfig(model=paper)) == [paper]  # reads annotators' words

@@ -58,7 +58,8 @@ __all__ = [
     "KL_TOLERANCE",
     "RERANKER",
     "ExplainRateRunConfig",
-    "adopt_unlikelihood",
+    "adopt_lever",
+    "lever_configs",
     "lever_measurement",
     "output_name",
     "reranker_name",
@@ -89,8 +90,12 @@ class ExplainRateRunConfig:
         relevance: The rerank stage's settings that name the relevance model (its recipe).
         unlikelihood_levers: Our form only: weights of the unlikelihood term against shared
             openings (:func:`~fqa_analysis.models.explain_rate.opening_unlikelihood`) that seed 0
-            also trains with, beside ``model.opening_unlikelihood``; :func:`adopt_unlikelihood`
-            then chooses the weight every seed trains with. Empty: ``model``'s weight, unchosen.
+            also trains with, beside ``model.opening_unlikelihood``; :func:`adopt_lever`
+            then chooses the lever every seed trains with.
+        top_p_levers: Our form only: nucleus masses of the explanation the model writes
+            (``model.own_top_p``: a seeded draw in training, which the rating head reads, and at
+            inference) that seed 0 also trains with, at ``model``'s unlikelihood weight; measured
+            and chosen beside the unlikelihood weights. Both lists empty: ``model`` as it is.
     """
 
     model: ExplainRateConfig = field(default_factory=ExplainRateConfig)
@@ -100,55 +105,95 @@ class ExplainRateRunConfig:
     holdout: float = 0.2
     start: str = "relevance"
     relevance: RerankRunConfig = field(default_factory=RerankRunConfig)
-    unlikelihood_levers: tuple[float, ...] = (1.0, 2.0, 4.0)
+    # weights 1 and 4 were measured at c22be43 (held-out top opening 79% and 93%, against weight
+    # 2's 39%) and left out: each costs a seed-0 training (13-21 min on 2 cores)
+    unlikelihood_levers: tuple[float, ...] = (2.0,)
+    top_p_levers: tuple[float, ...] = (0.5, 0.9)
 
 
-#: Held-out KL a weight of the unlikelihood term may add over the configured weight's and still be
+#: Held-out KL a lever of the unlikelihood term may add over the configured weight's and still be
 #: adopted (nats): the rating must not get worse for the explanations to get more varied.
 KL_TOLERANCE = 0.005
 
 
-def adopt_unlikelihood(levers: pd.DataFrame) -> float:
-    """The unlikelihood weight every seed trains with, from seed 0's held-out measurements.
+def lever_configs(config: ExplainRateRunConfig) -> list[ExplainRateConfig]:
+    """The model settings seed 0 trains with to choose every seed's: the configured one first.
 
-    The first row is the configured weight. A weight qualifies when its held-out KL (generated
+    Then one per unlikelihood weight (``model``'s decoding) and one per nucleus mass (``model``'s
+    weight); a setting listed twice is trained once. None beyond ``model`` for the paper's form
+    (its head reads the annotators' explanations, not its own).
+
+    Example:
+        >>> run = ExplainRateRunConfig(unlikelihood_levers=(0.0, 2.0), top_p_levers=(0.5,))
+        >>> [(c.opening_unlikelihood, c.own_top_p) for c in lever_configs(run)]
+        [(0.0, None), (2.0, None), (0.0, 0.5)]
+    """
+    base = config.model
+    if base.head_reads != "own" or not (config.unlikelihood_levers or config.top_p_levers):
+        return [base]
+    configs = [
+        base,
+        *(replace(base, opening_unlikelihood=w) for w in config.unlikelihood_levers),
+        *(replace(base, own_top_p=p) for p in config.top_p_levers),
+    ]
+    return list(dict.fromkeys(configs))
+
+
+def lever_name(model: ExplainRateConfig) -> str:
+    """A lever's name in the stage's timings: its unlikelihood weight, and its nucleus mass if any.
+
+    Example:
+        >>> lever_name(ExplainRateConfig(opening_unlikelihood=2.0))
+        'unlikelihood2'
+        >>> lever_name(ExplainRateConfig(own_top_p=0.5))
+        'unlikelihood0_top_p0.5'
+    """
+    top_p = "" if model.own_top_p is None else f"_top_p{model.own_top_p:g}"
+    return f"unlikelihood{model.opening_unlikelihood:g}{top_p}"
+
+
+def adopt_lever(levers: pd.DataFrame) -> int:
+    """The position of the lever every seed trains with, from seed 0's held-out measurements.
+
+    The first row is the configured setting. A lever qualifies when its held-out KL (generated
     explanations, the epoch kept) is at most the first row's plus :data:`KL_TOLERANCE`; of those,
     the one whose held-out explanations share their most common opening least (ties: the first).
 
     Args:
-        levers: One row per weight: ``weight``, ``select_kl``, ``select_opening_share``.
+        levers: One row per lever: ``select_kl``, ``select_opening_share``.
 
     Example:
         >>> levers = pd.DataFrame({"weight": [0.0, 1.0, 3.0], "select_kl": [0.70, 0.703, 0.75],
         ...                        "select_opening_share": [1.0, 0.4, 0.1]})
-        >>> adopt_unlikelihood(levers)  # 3.0 varies most but rates worse
-        1.0
+        >>> adopt_lever(levers)  # the third varies most but rates worse
+        1
     """
     base = float(levers["select_kl"].iloc[0])
-    ok = levers[levers["select_kl"] <= base + KL_TOLERANCE]
-    best = ok.assign(_order=range(len(ok))).sort_values(["select_opening_share", "_order"])
-    return float(best["weight"].iloc[0])
+    order = pd.Series(range(len(levers)), index=levers.index)
+    ok = levers.assign(_order=order)[levers["select_kl"] <= base + KL_TOLERANCE]
+    return int(ok.sort_values(["select_opening_share", "_order"])["_order"].iloc[0])
 
 
-def lever_measurement(weight: float, history: dict[str, Any]) -> dict[str, Any]:
-    """One row of the unlikelihood levers' table: seed 0's held-out measurements at the epoch kept.
+def lever_measurement(model: ExplainRateConfig, history: dict[str, Any]) -> dict[str, Any]:
+    """One row of the levers' table: seed 0's held-out measurements at the epoch kept.
 
     Args:
-        weight: The unlikelihood weight the model trained with.
+        model: The settings the model trained with (its unlikelihood weight and nucleus mass).
         history: Its training history (:func:`~fqa_analysis.models.explain_rate.train_explain_rate`).
 
     Example:
         >>> history = {"best_select_kl": 0.90, "train_s": 60.0, "epochs": [
         ...     {"select_kl": 0.90, "select_distinct": 0.02, "select_opening_share": 0.9},
         ...     {"select_kl": 0.95, "select_distinct": 0.15, "select_opening_share": 0.2}]}
-        >>> row = lever_measurement(4.0, history)  # the first epoch is kept: its KL is lower
-        >>> row["select_opening_share"], row["epoch_kept"], row["epochs"]
-        (0.9, 1, 2)
+        >>> row = lever_measurement(ExplainRateConfig(opening_unlikelihood=4.0), history)
+        >>> row["weight"], row["top_p"], row["select_opening_share"], row["epoch_kept"]  # lower KL
+        (4.0, None, 0.9, 1)
     """
     kept = min(range(len(history["epochs"])), key=lambda i: history["epochs"][i]["select_kl"])
     epoch = history["epochs"][kept]
     return {
-        "weight": weight,
+        "weight": model.opening_unlikelihood,
+        "top_p": model.own_top_p,  # None: greedy
         "select_kl": history["best_select_kl"],
         "select_distinct": epoch.get("select_distinct", float("nan")),
         "select_opening_share": epoch.get("select_opening_share", float("nan")),
@@ -234,18 +279,18 @@ def run_explain_rate(
         from_cache["relevance_model"] = relevance.from_cache
         init = (relevance.folder, relevance.weights)
     model_config, levers = config.model, []
-    if config.unlikelihood_levers and config.model.head_reads == "own":
-        # seed 0 with each weight, measured on the held-out pairs; the weight adopted trains every seed
-        weights = list(dict.fromkeys([config.model.opening_unlikelihood, *config.unlikelihood_levers]))
-        for weight in weights:
-            lever = replace(config.model, opening_unlikelihood=weight)
-            with stage(timings, f"levers/unlikelihood{weight:g}/train"):
+    lever_settings = lever_configs(config)
+    if len(lever_settings) > 1:
+        # seed 0 with each lever, measured on the held-out pairs; the lever adopted trains every seed
+        for lever in lever_settings:
+            step = f"levers/{lever_name(lever)}/train"
+            with stage(timings, step):
                 _, _, history = train_explain_rate(fit, select, lever, config.seeds[0], cache_root, init)
-            from_cache[f"levers/unlikelihood{weight:g}/train"] = bool(history["from_cache"])
-            levers.append(lever_measurement(weight, history))
-        model_config = replace(config.model, opening_unlikelihood=adopt_unlikelihood(pd.DataFrame(levers)))
-        # the adopted weight's seed-0 model is seed 0's model: its training counts once, as seed 0's
-        adopted_step = f"levers/unlikelihood{model_config.opening_unlikelihood:g}/train"
+            from_cache[step] = bool(history["from_cache"])
+            levers.append(lever_measurement(lever, history))
+        model_config = lever_settings[adopt_lever(pd.DataFrame(levers))]
+        # the adopted lever's seed-0 model is seed 0's model: its training counts once, as seed 0's
+        adopted_step = f"levers/{lever_name(model_config)}/train"
         timings.pop(adopted_step, None)
         from_cache.pop(adopted_step, None)
     for seed in config.seeds:
@@ -300,9 +345,10 @@ def run_explain_rate(
         "training_explanations": sum(len(p.explanations) for p in fit),
         "scored_pairs": len(pairs),
         "histories": histories,
-        # seed 0's held-out measurements of the unlikelihood weights, and the weight every seed used
-        "unlikelihood_levers": levers,
+        # seed 0's held-out measurements of the levers, and the lever every seed used
+        "levers": levers,
         "opening_unlikelihood": model_config.opening_unlikelihood,
+        "own_top_p": model_config.own_top_p,
         **provenance(timings, CACHE_VERSION),
     }
     update_manifest(out_dir / "manifest.json", name, entry)
