@@ -183,6 +183,26 @@ def test_a_p_at_the_bootstraps_floor_is_shown_as_a_bound() -> None:
     shown = comparison_table(cmp, wtl=False, raw_p=True)  # B read from the Comparison
     assert shown.loc[("a", "new"), ["p", "p (Holm)"]].tolist() == ["≤ 0.00100", "≤ 0.00200"]
     assert shown.loc[("b", "new"), ["p", "p (Holm)"]].tolist() == ["1.00", "1.00"]
-    # a table without its Comparison: the B must be given (the project's default is 10,000)
-    assert comparison_table(cmp.table, wtl=False).loc[("a", "new"), "p (Holm)"] == "0.00200"
-    assert holm_p_text(cmp.table.loc[("a", "new")], n_resamples=999) == "≤ 0.0020"
+    # a table without its Comparison: the raw p needs its B (the project's default is 10,000),
+    # the Holm p carries its own mark (p_holm_bound, computed with the comparison's B)
+    shown = comparison_table(cmp.table, wtl=False, raw_p=True).loc[("a", "new"), ["p", "p (Holm)"]]
+    assert shown.tolist() == ["0.00100", "≤ 0.00200"]
+    assert holm_p_text(cmp.table.loc[("a", "new")], n_resamples=None) == "≤ 0.0020"
+
+
+def test_a_holm_p_carried_from_a_p_at_the_floor_is_a_bound_too() -> None:
+    # Holm over [1, 1, 2] / (B + 1): the adjusted values are 3, 3, 3 / (B + 1) (the running
+    # maximum carries 3 / (B + 1) to the third row, whose own term is 2 / (B + 1)): all bounds
+    from fqa_analysis.core.stats import holm, holm_bound
+
+    floor = 1 / 10_001
+    p = [floor, floor, 2 * floor]
+    assert holm(p) * 10_001 == pytest.approx([3, 3, 3])
+    assert holm_bound(p, floor).tolist() == [True, True, True]
+    # [1, 3] / (B + 1): the second row's own term 3 / (B + 1) exceeds 2 / (B + 1): an estimate
+    assert holm_bound([floor, 3 * floor], floor).tolist() == [True, False]
+    # a tie between a carried bound and an estimate is the estimate: [1, 1, 2] over four rows
+    # -> terms 4, 3, 4 (the third row's 2 x 2): the value 4 / (B + 1) is attained exactly
+    assert holm_bound([floor, floor, 2 * floor, 0.5], floor).tolist() == [True, True, False, False]
+    # a value capped at 1 is 1: no bound is written
+    assert not holm_bound([floor, 1.0], floor)[1]

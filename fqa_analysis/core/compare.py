@@ -32,7 +32,7 @@ import pandas as pd
 
 from fqa_analysis import __version__
 from fqa_analysis.core.candidates import QUESTION_KEYS
-from fqa_analysis.core.stats import MDE_ALPHA, Average, bootstrap_means, holm, paired_bootstrap
+from fqa_analysis.core.stats import MDE_ALPHA, Average, bootstrap_means, holm, holm_bound, paired_bootstrap
 
 __all__ = [
     "COLUMNS",
@@ -53,7 +53,9 @@ N_RESAMPLES = 10_000
 #: ``ci_high``): the system's mean outcome and its percentile CI; ``baseline_mean``: the
 #: baseline's on the same questions; ``delta`` (``delta_ci_low``, ``delta_ci_high``): system minus
 #: baseline and its percentile CI (unadjusted); ``p_value``: two-sided, shift method, +1 corrected;
-#: ``p_holm``: Holm-adjusted over the comparison's family; ``mde``: the minimal detectable effect,
+#: ``p_holm``: Holm-adjusted over the comparison's family; ``p_holm_bound``: whether that value is
+#: an upper bound, set by a p at the bootstrap's floor 1 / (B + 1)
+#: (:func:`~fqa_analysis.core.stats.holm_bound`); ``mde``: the minimal detectable effect,
 #: the smallest true |delta| the test finds at p < 0.05 / m in 80% of resamples, m the family's size
 #: (the level Holm's first step asks of the smallest p: a smaller difference could not be
 #: significant after the correction)
@@ -71,6 +73,7 @@ COLUMNS: tuple[str, ...] = (
     "delta_ci_high",
     "p_value",
     "p_holm",
+    "p_holm_bound",
     "mde",
     "wins",
     "ties",
@@ -321,12 +324,16 @@ def compare(
                 rows[col] = pd.Series([label] * len(rows), index=rows.index, dtype=object)
             frames.append(rows.reset_index())
     table = pd.concat(frames, ignore_index=True)
+    floor = 1 / (n_resamples + 1)
     if family == "table":
         table["p_holm"] = holm(table["p_value"].tolist())
+        table["p_holm_bound"] = holm_bound(table["p_value"].tolist(), floor)
         size = len(table)
     else:
+        table["p_holm_bound"] = False
         for _, idx in table.groupby(list(within), sort=False).groups.items():
             table.loc[idx, "p_holm"] = holm(table.loc[idx, "p_value"].tolist())
+            table.loc[idx, "p_holm_bound"] = holm_bound(table.loc[idx, "p_value"].tolist(), floor)
         size = int(table.groupby(list(within), sort=False).size().max())
     table = table.set_index([*within, system])[list(COLUMNS)]
     if describe is None:

@@ -126,7 +126,10 @@ def at_bootstrap_floor(row: Mapping[str, Any], n_resamples: int | None) -> bool:
 
 
 def holm_p_text(row: Mapping[str, Any], digits: int = 2, n_resamples: int | None = N_RESAMPLES) -> str:
-    """A comparison row's Holm p for reading, written "≤ p" where it is at the bootstrap's floor.
+    """A comparison row's Holm p for reading, written "≤ p" where it is a bound.
+
+    It is a bound where the row's p is at the bootstrap's floor, or where Holm's running maximum
+    carried a floor row's value to it (``p_holm_bound``, :func:`~fqa_analysis.core.stats.holm_bound`).
 
     Args:
         row: A :data:`~fqa_analysis.core.compare.COLUMNS` row (``p_holm`` and ``p_value``).
@@ -140,8 +143,11 @@ def holm_p_text(row: Mapping[str, Any], digits: int = 2, n_resamples: int | None
         '≤ 0.00030'
         >>> holm_p_text({"p_value": 2 / 10_001, "p_holm": 4 / 10_001}, digits=3)
         '0.000400'
+        >>> holm_p_text({"p_value": 2 / 10_001, "p_holm": 3 / 10_001, "p_holm_bound": True})  # carried
+        '≤ 0.00030'
     """
-    return p_text(row["p_holm"], digits, at_floor=at_bootstrap_floor(row, n_resamples))
+    bound = bool(row.get("p_holm_bound", False)) or at_bootstrap_floor(row, n_resamples)
+    return p_text(row["p_holm"], digits, at_floor=bound)
 
 
 def change_text(
@@ -341,6 +347,11 @@ def comparison_table(
         n_resamples = comparison.n_resamples if isinstance(comparison, Comparison) else N_RESAMPLES
     # a p at the bootstrap's floor is a bound (the raw p and its Holm adjustment alike)
     floors = [at_bootstrap_floor({"p_value": p}, n_resamples) for p in table["p_value"]]
+    # Holm's running maximum carries a floor row's bound to the rows ranked after it
+    holm_floors = [
+        f or bool(b)
+        for f, b in zip(floors, table.get("p_holm_bound", pd.Series(False, index=table.index)), strict=True)
+    ]
     if levels is not None:
         table = table.reset_index().set_index(list(levels))
     rows = {
@@ -351,7 +362,7 @@ def comparison_table(
             for lo, hi in zip(table["delta_ci_low"], table["delta_ci_high"], strict=True)
         ],
         "p": [p_text(p, 3, at_floor=f) for p, f in zip(table["p_value"], floors, strict=True)],
-        "p (Holm)": [p_text(p, 3, at_floor=f) for p, f in zip(table["p_holm"], floors, strict=True)],
+        "p (Holm)": [p_text(p, 3, at_floor=f) for p, f in zip(table["p_holm"], holm_floors, strict=True)],
     }
     if mde and "mde" in table.columns:
         # beside a null result only: how large a difference these questions could have shown

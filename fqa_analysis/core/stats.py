@@ -143,6 +143,36 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
+def holm_bound(p_values: Sequence[float], floor: float) -> np.ndarray:
+    """Which of :func:`holm`'s adjusted p-values are upper bounds, not estimates.
+
+    A p at the bootstrap's floor (``floor`` = 1 / (B + 1): no resample as extreme) is a bound, and
+    so is its adjusted value (m - rank) * p. Holm's running maximum carries that value to the rows
+    ranked after it: such a row's adjusted p is a bound too, unless a term that is an estimate
+    (its own or an earlier row's) is as large. A value capped at 1 is not marked.
+
+    Example:
+        >>> floor = 1 / 10_001
+        >>> holm_bound([floor, floor, 2 * floor], floor).tolist()  # third: 2 * floor < 3 * floor
+        [True, True, True]
+        >>> holm_bound([floor, 0.0004], floor).tolist()  # 0.0004 > 2 * floor: its own term
+        [True, False]
+    """
+    p = np.asarray(p_values, dtype=float)
+    m = len(p)
+    bound = np.zeros(m, dtype=bool)
+    running, running_bound = 0.0, False
+    for rank, i in enumerate(np.argsort(p, kind="stable")):
+        term = (m - rank) * p[i]
+        at_floor = bool(p[i] <= floor * (1 + 1e-9))
+        if term > running:
+            running, running_bound = term, at_floor
+        elif term == running:  # an estimate as large as the bound makes the value exact
+            running_bound = running_bound and at_floor
+        bound[i] = running_bound and running < 1.0
+    return bound
+
+
 @dataclass(frozen=True, kw_only=True)
 class BootstrapResult:
     """Columns of one table compared with a baseline column over the same rows (:func:`paired_bootstrap`).
