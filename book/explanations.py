@@ -40,6 +40,7 @@ from fqa_analysis.core.report import (
     variety_table,
 )
 from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
+from fqa_analysis.core.stats import unpaired_difference
 from fqa_analysis.core.text_metrics import (
     OPENING_WORDS,
     corpus_bleu,
@@ -66,12 +67,12 @@ human_items = humans.groupby(keys, sort=False)[METRICS].mean()
 classifier = stage["rating_classifier_heldout_accuracy_by_rating"]
 
 
-def show(who, text, width=78):
+def show(who, text, width=76):
     """Print one explanation, wrapped to the page."""
     print(textwrap.fill(f"{who}: {text}", width, initial_indent="  ", subsequent_indent="      "))
 
 
-def say(text, width=100):
+def say(text, width=76):
     """Print one line of the page's text, wrapped to the page's width."""
     print(textwrap.fill(text, width))
 
@@ -191,6 +192,26 @@ strong = [r for r in RATINGS if r not in weak]
 # the annotators' overall consistency at the majority ratings' mix (theirs is at their own ratings' mix)
 mix = gen["rating"].value_counts(normalize=True)
 human_at_mix = float(sum(mix[r] * human_rating[r] for r in mix.index))
+# generator minus people per rating, with a 95% CI: unpaired (the generator explains each item's majority
+# rating, people their own ratings), the generator's items and people's explanations resampled apart
+gap = {
+    r: unpaired_difference(
+        gen.loc[gen["rating"] == r, "consistent"],
+        humans.loc[humans["rating"] == r, "consistent"],
+        N_RESAMPLES,
+    )
+    for r in RATINGS
+}
+gap_above = [r for r in RATINGS if gap[r][1] > 0]
+gap_below = [r for r in RATINGS if gap[r][2] < 0]
+gap_apart = [r for r in RATINGS if r not in gap_above + gap_below]
+# within each rating, the most common opening (the mix of ratings aside): the generator's and people's
+tops = {
+    who: {r: variety(f.loc[f["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS) for r in RATINGS}
+    for who, f in (("generator", gen), ("humans", humans))
+}
+ratio = {r: tops["generator"][r]["opening_share"] / tops["humans"][r]["opening_share"] for r in RATINGS}
+r_top = max(RATINGS, key=lambda r: tops["generator"][r]["opening_share"])
 lines = [
     "**In plain words:** for the ratings a classifier of explanation text reads reliably ("
     + ", ".join(strong)
@@ -212,20 +233,36 @@ lines = [
     )
     + f". The generator's explanations are {sim_word} people's (embedding similarity {sim['mean']:.3f}) "
     f"{sim_than} a retrieved explanation of a similar pair ({sim['baseline_mean']:.3f}), below people's agreement "
-    f"with each other ({humans['embedding_sim'].mean():.3f}), and it repeats itself: its most common {OPENING_WORDS}-word opening "
-    f'("{readable_opening(gen_open["opening"])}") starts {gen_open["opening_share"]:.0%} of its explanations; '
-    f'people\'s most common ("{readable_opening(human_open["opening"])}") starts '
-    f"{human_open['opening_share']:.0%} of theirs.",
+    f"with each other ({humans['embedding_sim'].mean():.3f}), and it repeats itself: within each rating, its "
+    f"most common {OPENING_WORDS}-word opening starts {min(ratio.values()):.1f} to {max(ratio.values()):.1f} "
+    f"times the share of explanations that people's most common opening starts ({r_top}: "
+    f'"{readable_opening(tops["generator"][r_top]["opening"])}" {tops["generator"][r_top]["opening_share"]:.0%} '
+    f'against people\'s "{readable_opening(tops["humans"][r_top]["opening"])}" '
+    f"{tops['humans'][r_top]['opening_share']:.0%}; the per-rating openings table).",
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
     "rating), generator vs annotators: "
     + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATINGS)
     + f"; overall {gen['consistent'].mean():.3f} (humans {humans['consistent'].mean():.3f} at their own "
     f"ratings' mix, {human_at_mix:.3f} weighted to the majority ratings' mix the generator explains). "
-    f"At least the humans' for {len(met)} of 4 ratings"
-    + (f"; below them for {', '.join(missed)}." if missed else "."),
+    "Generator minus people, with a 95% bootstrap CI (the generator's items and people's explanations "
+    "resampled apart): "
+    + "; ".join(f"{r} {signed_text(gap[r][0], 3)} {interval(gap[r][1], gap[r][2], 3)}" for r in RATINGS)
+    + ": "
+    + "; ".join(
+        part
+        for part in (
+            f"above people for {' and '.join(gap_above)}" if gap_above else "",
+            f"below people for {' and '.join(gap_below)}" if gap_below else "",
+            f"not told apart for {' and '.join(gap_apart)} (the interval holds 0)" if gap_apart else "",
+        )
+        if part
+    )
+    + ".",
     f"Embedding similarity to the annotators: generator {sim['mean']:.3f}, the rating-filtered retrieval "
     f"explainer {sim['baseline_mean']:.3f} (difference {change_text(sim, 1.0, 3, '', N_RESAMPLES)}; paired over items, "
-    f"Holm over the {N_AGAINST} other explainers against it); humans {humans['embedding_sim'].mean():.3f}.",
+    f"Holm over the {N_AGAINST} other explainers against it; a `≤ p` is a bound: no resample of "
+    f"{N_RESAMPLES:,} was as extreme, so the raw p is at its floor 1/{N_RESAMPLES + 1:,}, times the Holm family's "
+    f"size); humans {humans['embedding_sim'].mean():.3f}.",
     f"ROUGE-L: generator {rouge['mean']:.3f}, template {rouge['baseline_mean']:.3f} "
     f"(difference {change_text(rouge, 1.0, 3, '', N_RESAMPLES)}; Holm over the {N_AGAINST} other explainers against "
     "the template); "
@@ -455,6 +492,10 @@ overall = {
     "classifier (held-out humans)": classifier["overall"],
 }
 table.loc["overall"] = pd.Series(overall)
+# people's consistency weighted to the majority ratings' mix the explainers explain (theirs is at their own mix)
+table.loc["overall, majority mix"] = pd.Series(
+    {**overall, "humans": human_at_mix, "classifier (held-out humans)": None}
+)
 table.index.name = "majority rating"
 short = {
     "retrieval_same_rating": "retrieval (same)",
@@ -469,9 +510,9 @@ counts = pd.DataFrame(
     }
 )
 counts.loc["overall"] = [len(gen), len(humans)]
-table.rename(columns=short).round(2).join(counts.astype(int))
+table.rename(columns=short).round(3).join(counts.astype("Int64")).fillna("")
 
-# %% mystnb={"figure": {"caption": "Consistency with the rating explained, per majority rating: each explainer and the annotators (bars, with 95% percentile bootstrap intervals: items resampled within domains, people's explanations one by one); the dashed line is the consistency classifier's own accuracy on held-out human explanations of that rating (how often it reads a person's explanation right)."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Consistency with the rating explained, per majority rating: each explainer and the annotators (bars, with 95% percentile bootstrap intervals: items resampled within domains, people's explanations one by one); the dashed line is the consistency classifier's own accuracy on held-out human explanations of that rating (how often it reads a person's explanation right). A missing bar is a share of 0: the template's fixed sentence for that rating is never read as it. The line under the figure tests the generator against people per rating."}} tags=["hide-input"]
 # each bar's CI: an explainer's items, or people's explanations (one row per annotator), resampled within domains
 sources = [(e, majority[majority["explainer"] == e], keys) for e in EXPLAINERS]
 sources.append(("humans", humans, [*keys, "annotator"]))
@@ -494,29 +535,17 @@ ax = plot_grouped_bars(shown, "rating", "explainer", "consistency", error=("ci_l
 mark_group_levels(ax, [classifier[r] for r in RATINGS], "classifier accuracy (held-out humans)")
 ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
 ax.set_ylabel("share read as the rating explained")
-ax.set_ylim(0, 1)
+ax.set_ylim(0, 1.05)
 plt.show()
 
 # %% tags=["hide-input"]
-# where the generator is below people, do the intervals tell them apart? (unpaired: the generator explains
-# each item's majority rating, people their own ratings)
-iv = intervals.set_index(["explainer", "rating"])
-below = [r for r in RATINGS if r not in met]
-for r in below:
-    g, h = iv.loc[("generator", r)], iv.loc[("humans", r)]
-    overlap = g["ci_low"] <= h["ci_high"] and h["ci_low"] <= g["ci_high"]
+# the generator against people, per rating: the difference's own interval (computed with the findings), not
+# the bars' overlap
+for r in RATINGS:
+    verdict = "above people" if r in gap_above else "below people" if r in gap_below else "not told apart"
     say(
-        f"{r}, where the generator is below people: generator {g['mean']:.3f} "
-        f"{interval(g['ci_low'], g['ci_high'], 3, signed=False)}, people {h['mean']:.3f} "
-        f"{interval(h['ci_low'], h['ci_high'], 3, signed=False)}: the intervals "
-        + (
-            "overlap, so this test set does not tell the two apart"
-            if overlap
-            else "do not overlap: the generator is below people there"
-        )
+        f"{r}: generator minus people {signed_text(gap[r][0], 3)} {interval(gap[r][1], gap[r][2], 3)}: {verdict}"
     )
-if not below:
-    say("The generator is at or above people for every rating.")
 
 
 # %% [markdown]
@@ -583,27 +612,19 @@ for name, frame in (
     ("retrieval (same)", majority[majority["explainer"] == "retrieval_same_rating"]),
     ("humans", humans),
 ):
-    tops = {
+    top_by_rating = {
         r: variety(frame.loc[frame["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)
         for r in RATINGS
     }
     per_rating[name] = {
-        r: f'"{readable_opening(v["opening"])}" {v["opening_share"]:.0%}' for r, v in tops.items()
+        r: f'"{readable_opening(v["opening"])}" {v["opening_share"]:.1%}' for r, v in top_by_rating.items()
     }
 per_rating = pd.DataFrame(per_rating).rename_axis("rating")
-# the generator's share against people's, per rating, in one line above the table
-ratio = {
-    r: variety(gen.loc[gen["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)["opening_share"]
-    / variety(humans.loc[humans["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)["opening_share"]
-    for r in RATINGS
-}
-print(
-    textwrap.fill(
-        "the generator's top opening within a rating is "
-        + ", ".join(f"{ratio[r]:.1f}x people's for {r}" for r in RATINGS)
-        + " (shares of that rating's explanations)",
-        100,
-    )
+# the generator's share against people's, per rating (ratio: computed with the findings)
+say(
+    "within each rating, the share of explanations the generator's most common opening starts, as a "
+    "multiple of the share people's most common opening starts: "
+    + ", ".join(f"{r} {ratio[r]:.1f}x" for r in RATINGS)
 )
 per_rating
 
@@ -719,9 +740,10 @@ for rating in RATINGS:
 # %% tags=["hide-input"]
 if stage["top1_system"]:
     rqa_name, reranker_name = stage["top1_system"]
-    print(f"system: the {rqa_name} RQA reranked by {reranker_name}")
+    gloss = " (the relevance model, trained without feedback)" if reranker_name == "vanilla" else ""
+    say(f"system: the {rqa_name} RQA reranked by {reranker_name}{gloss}")
 for _, r in top1.sample(n=min(4, len(top1)), random_state=3).iterrows():
-    print(textwrap.fill(f"[{r['domain']}] {r['question']}", 78))
+    say(f"[{r['domain']}] {r['question']}")
     answered = "the gold passage" if r["is_gold"] else "another passage than the gold one"
     print(f"  answered with {answered}; predicted rating: {r['predicted_rating']}")
     for e in EXPLAINERS:
@@ -747,14 +769,20 @@ if len(used) < len(RATINGS) and stage["top1_system"]:
     )
     say(f"{reranker_name} predicts {len(used)} of the {len(RATINGS)} ratings here ({', '.join(used)}){why}.")
 if "Excellent" in shares.columns and {"gold answer", "other answer"} <= set(shares.index):
+    n_gold, n_other = int(top1["is_gold"].sum()), int((~top1["is_gold"]).sum())
+    n_other_excellent = int(((~top1["is_gold"]) & (top1["predicted_rating"] == "Excellent")).sum())
     # the verdict a user needs: an explanation follows the rating it is given, right or wrong
     display(
         Markdown(
-            f"**What a user would read.** {top1['is_gold'].mean():.0%} of the system's {len(top1):,} answers are "
-            f"the gold passage. The reranker rates {shares.loc['other answer', 'Excellent']:.0%} of the other "
-            f"answers Excellent (the gold answers: {shares.loc['gold answer', 'Excellent']:.0%}), and every "
-            "explainer explains the rating it is given without checking the answer, so those answers come with "
-            "an explanation of an Excellent rating. The explanations are only as right as the rating."
+            f"**What a user would read.** {n_gold:,} of the system's {len(top1):,} answers "
+            f"({n_gold / len(top1):.0%}) are the gold passage. The reranker rates {n_other_excellent:,} of the "
+            f"{n_other:,} others ({n_other_excellent / n_other:.0%}) Excellent (the gold answers: "
+            f"{shares.loc['gold answer', 'Excellent']:.0%}). An answer that is not the gold passage may still "
+            "answer the question, but the rating is the only judgment an explainer receives: each one explains "
+            "the rating it is given and never questions it, so every answer rated Excellent comes with an "
+            "explanation of an Excellent rating. The explanations are only as right as the rating. This chapter "
+            "does not measure whether an explanation is fluent or says what the passage says (grounding counts "
+            "shared words only); the generator's examples above are the reader's check."
         )
     )
 shares.reindex(columns=used).round(3)

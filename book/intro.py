@@ -34,7 +34,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.compare import ITEM_KEYS, N_RESAMPLES, compare, significance_counts
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
-from fqa_analysis.core.ratings import item_ratings, predicted_rating
+from fqa_analysis.core.ratings import LABELS, item_ratings, predicted_rating
 from fqa_analysis.core.report import NBSP, change_text, holm_p_text, interval, plus_minus, signed_text
 from fqa_analysis.core.reranking import (
     best_feedback_gain,
@@ -241,7 +241,9 @@ display(Markdown("\n".join(f"- {line}" for line in short) if short else pending(
 # carry paired-bootstrap 95% confidence intervals (each for its own comparison, not adjusted for the family: a
 # CI beside a Holm p is the unadjusted one) and Holm-corrected p-values (B = 10,000 resamples, so the smallest
 # p a family of m comparisons can show is m / 10,001: 0.0008 for eight; a p at that floor, where no resample
-# was as extreme as the observed difference, is a bound and is written `≤ p`); in the chapters' comparison tables
+# was as extreme as the observed difference, is a bound and is written `≤ p`, and so is a Holm p that Holm's
+# running maximum carries from such a p to a larger one; a p printed without `≤` is an estimate even where it
+# equals a floor; tables give p to three significant digits, sentences to two); in the chapters' comparison tables
 # every difference that is not significant carries its minimal detectable effect (MDE, 80% power): a true
 # difference at least that large would be found at p < 0.05 / m (m the comparisons in its Holm family, the level Holm asks of the smallest p) in 80% of resamples with these
 # questions and seeds, so that "no effect" can be told from "too little data". The results come from the
@@ -343,8 +345,13 @@ sim = compare(
     strata=["domain"],
 ).table.loc["generator"]
 gen = expl[expl["explainer"] == "generator"]
-# consistency alone flatters stock sentences: the line says how varied each is
-gen_var, human_var = variety(gen["explanation"].tolist()), variety(humans["explanation"].tolist())
+# consistency alone flatters stock sentences: the line says how varied each is, within each rating (over all
+# ratings, the generator's mix, with more Bad, would widen the gap)
+gen_tops, human_tops = (
+    {r: variety(f.loc[f["rating"] == r, "explanation"].tolist()) for r in LABELS} for f in (gen, humans)
+)
+ratio = {r: gen_tops[r]["opening_share"] / human_tops[r]["opening_share"] for r in LABELS}
+r_top = max(LABELS, key=lambda r: gen_tops[r]["opening_share"])
 # the annotators' consistency weighted to the majority ratings' mix the generator explains (theirs is at
 # their own ratings' mix, with fewer Bad)
 mix = gen["rating"].value_counts(normalize=True)
@@ -355,8 +362,10 @@ answers.append(
     f"as the rating they explain {gen['consistent'].mean():.0%} of the time (the annotators' own explanations of "
     f"the same test items: {human_at_mix:.0%} at the same mix of ratings; a share above people's can come from "
     "stock phrasing rather than better explanations), and the generator repeats itself: "
-    f'"{readable_opening(gen_var["opening"])}" opens {gen_var["opening_share"]:.0%} of its explanations, '
-    f"while people's most common four-word opening opens {human_var['opening_share']:.0%} of theirs. "
+    f"within each rating, its most common four-word opening starts {min(ratio.values()):.1f} to "
+    f"{max(ratio.values()):.1f} times the share of explanations that people's most common opening starts "
+    f'({r_top}: "{readable_opening(gen_tops[r_top]["opening"])}" {gen_tops[r_top]["opening_share"]:.0%} against '
+    f"{human_tops[r_top]['opening_share']:.0%}). "
     f"The generator's embedding similarity to the annotators' explanations is {sim['mean']:.3f}, the retrieval "
     f"explainer's {sim['baseline_mean']:.3f} ({ci(sim, 1.0, 3, '')}). See {{doc}}`explanations`."
 )

@@ -107,3 +107,16 @@ def test_minimal_detectable_effect_is_about_2_8_standard_errors() -> None:
     # four times the questions halve it
     bigger = paired_bootstrap(pd.concat([values] * 4, ignore_index=True), "base", n_resamples=10_000, seed=0)
     assert bigger.mde["sys"] == pytest.approx(result.mde["sys"] / 2, rel=0.08)
+
+
+def test_unpaired_difference_resamples_each_sample_apart_and_refuses_an_empty_one() -> None:
+    from fqa_analysis.core.stats import unpaired_difference
+
+    # a: shares 0.75 (3 of 4), b: 0.25 (1 of 4): difference 0.5 by hand; seeded, so repeatable
+    first = unpaired_difference([1, 1, 1, 0], [0, 0, 0, 1], n_resamples=2000)
+    assert first[0] == pytest.approx(0.5)
+    assert first == unpaired_difference([1, 1, 1, 0], [0, 0, 0, 1], n_resamples=2000)
+    # each mean moves in steps of 1/4, so the resampled difference does in steps of 1/4
+    assert first[1] < 0.5 < first[2] and (4 * first[1]) % 1 == 0 and (4 * first[2]) % 1 == 0
+    with pytest.raises(ValueError, match="non-empty"):
+        unpaired_difference([], [1.0])

@@ -35,9 +35,11 @@ __all__ = [
     "BootstrapResult",
     "bootstrap_means",
     "holm",
+    "holm_bound",
     "minimal_detectable_effect",
     "paired_bootstrap",
     "resample_indices",
+    "unpaired_difference",
 ]
 
 Average = Literal["micro", "macro"]
@@ -171,6 +173,39 @@ def holm_bound(p_values: Sequence[float], floor: float) -> np.ndarray:
             running_bound = running_bound and at_floor
         bound[i] = running_bound and running < 1.0
     return bound
+
+
+def unpaired_difference(
+    a: Sequence[float], b: Sequence[float], n_resamples: int = 10_000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean of ``a`` minus mean of ``b``, with a percentile bootstrap CI, the two resampled apart.
+
+    For two samples with no pairing between them (an explainer's items and people's explanations
+    of the same rating): each resample draws ``len(a)`` values of ``a`` and ``len(b)`` of ``b``
+    with replacement, independently, from one seeded generator.
+
+    Returns:
+        ``(difference, ci_low, ci_high)``.
+
+    Raises:
+        ValueError: An empty sample.
+
+    Example:
+        >>> unpaired_difference([1, 1, 1], [0, 0])  # no spread: the CI is the point
+        (1.0, 1.0, 1.0)
+        >>> d, lo, hi = unpaired_difference([0, 1] * 50, [0, 1] * 50)
+        >>> d, lo < 0 < hi
+        (0.0, True)
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not len(x) or not len(y):
+        raise ValueError(f"unpaired_difference needs two non-empty samples, got {len(x)} and {len(y)} values")
+    rng = np.random.default_rng(seed)
+    means_x = x[rng.integers(0, len(x), (n_resamples, len(x)))].mean(axis=1)
+    means_y = y[rng.integers(0, len(y), (n_resamples, len(y)))].mean(axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means_x - means_y, [tail, 1 - tail])
+    return float(x.mean() - y.mean()), float(low), float(high)
 
 
 @dataclass(frozen=True, kw_only=True)
