@@ -365,15 +365,15 @@ else:
 # (the-two-forms)=
 # ## The model, in two forms
 #
-# Both forms are an encoder-decoder built from two copies of all-MiniLM-L6-v2 (the explanation generator of {doc}`explanations`; the pretrained models available to this project are sentence encoders, none an English sequence-to-sequence model, so it stands in for the paper's BART-large, and its cross-attention starts untrained). The encoder's layers start from the starting point printed at the top of this page: the relevance model of the other chapters (the default, the same start as the rate-only `feedback_kl`) or MiniLM itself; the decoder starts from MiniLM. The encoder reads (question, passage), 128 tokens; the decoder writes `[CLS] explanation [SEP]` with no rating in sight; a linear 4-way rating head reads the decoder's top-layer state at the closing `[SEP]`, the state after the whole explanation. Both train on the same feedback and held-out split as the rate-only rerankers (protocol `available`), with the loss above and every annotator's explanation of a pair teacher-forced for the explanation tokens (one encoder pass per pair); two epochs, the epoch with the lowest held-out KL *with generated explanations* kept; the seeds are listed under the tables. At inference both write a greedy explanation of at most 24 tokens (no 3-gram repeated), and the head reads the state after it, so P_phi depends on what the model wrote. Both rescore the top 5 of the two best RQA systems (hybrid and fine-tuned MiniLM) with the paper's sum S = P_theta + P(Excellent).
+# Both forms are an encoder-decoder built from two copies of all-MiniLM-L6-v2 (the explanation generator of {doc}`explanations`; the pretrained models available to this project are sentence encoders, none an English sequence-to-sequence model, so it stands in for the paper's BART-large, and its cross-attention starts untrained). The encoder's layers start from the starting point printed at the top of this page: the relevance model of the other chapters (the default, the same start as the rate-only `feedback_kl`) or MiniLM itself; the decoder starts from MiniLM. The encoder reads (question, passage), 128 tokens; the decoder writes `[CLS] explanation [SEP]` with no rating in sight; a linear 4-way rating head reads the decoder's top-layer state at the closing `[SEP]`, the state after the whole explanation. Both train on the same feedback and held-out split as the rate-only rerankers (protocol `available`), with the loss above and every annotator's explanation of a pair teacher-forced for the explanation tokens (one encoder pass per pair); two epochs, the epoch with the lowest held-out KL *with generated explanations* kept; the seeds are listed under the tables. At inference both write an explanation of at most 24 tokens (no 3-gram repeated): the paper's form greedy, ours as it trained (greedy or a seeded nucleus draw, the lever adopted below), and the head reads the state after it, so P_phi depends on what the model wrote. Both rescore the top 5 of the two best RQA systems (hybrid and fine-tuned MiniLM) with the paper's sum S = P_theta + P(Excellent).
 #
 # They differ in what the rating head reads while training and what it sees:
 #
 # | | paper's form (`feedback_explain_rate_paper`) | ours (`feedback_explain_rate`) |
 # |---|---|---|
-# | the head reads, while training | the state after each annotator's explanation (teacher-forced) | the state after the model's **own** greedy explanation, generated at every step with the current weights (no gradient through the generation) |
+# | the head reads, while training | the state after each annotator's explanation (teacher-forced) | the state after the model's **own** explanation (greedy, or a seeded nucleus draw: the lever adopted below), generated at every step with the current weights (no gradient through the generation) |
 # | the head sees | the decoder's state | the decoder's state **and** the mean of the encoder's states of the pair |
-# | the explanation loss | cross-entropy | cross-entropy, plus an unlikelihood term against openings its own explanations share across a batch, its weight chosen on seed 0's held-out pairs among the weights the section below lists |
+# | the explanation loss | cross-entropy | cross-entropy, plus an unlikelihood term against openings its own explanations share across a batch where the lever adopted below has one |
 #
 # The reasoning behind the changes (the findings show the outcome; the changes were made together and are not measured one at a time). Annotators' explanations name their rating ("this answer is irrelevant"), so a head trained on them can learn to read the rating off the words; at inference it reads the model's own explanation instead, here one sentence for every item, and gives every item the same rating: the paper's form's findings above (one explanation, every item rated Bad, held-out KL above the training prior's) are consistent with this exposure bias, though overfitting is not ruled out (its held-out KL rises from the first epoch to the second). Training the head on what it reads at inference is meant to remove that mismatch. With the decoder's state alone the head would see the pair only through the decoder's cross-attention, which starts untrained here (BART's is pretrained); giving it the encoder's summary of the pair gives it the pair directly. It still reads the explanation the model wrote, and how far its rating agrees with that explanation is measured below ("Do its explanations agree with its rating?").
 
@@ -542,20 +542,32 @@ else:
 
 
 # %% [markdown]
-# ### An unlikelihood term against repeated openings
+# ### Levers against one repeated explanation
 #
-# Our form's training can add an unlikelihood term that lowers the probability of the opening tokens its own explanations share across a batch (`--explain-rate-unlikelihood`). Seed 0 trains with each weight listed; on the held-out pairs, each model's KL with the explanations it generates (the epoch kept) and the variety of those explanations. The rule, fixed in the code (`adopt_unlikelihood`): every seed trains with the weight whose held-out explanations share their most common opening least, among the weights whose held-out KL is at most 0.005 nats above the first row's; the rating must not get worse.
+# Our form's training has two levers against writing one stock sentence: an **unlikelihood term** that lowers the probability of the opening tokens its own explanations share across a batch (`--explain-rate-unlikelihood`, its weight), and writing its own explanation as a seeded **nucleus draw** instead of the greedy sentence (`--explain-rate-top-p`, the nucleus mass), in training (what the rating head reads) and at inference. Seed 0 trains with each setting listed, the first row being the configured one (weight 0, greedy); on the held-out pairs, each model's KL with the explanations it generates (the epoch kept) and the variety of those explanations (the share of distinct ones, and the share that opens with the most common four words). The rule, fixed in the code (`adopt_lever`): every seed trains with the setting whose held-out explanations share their most common opening least, among the settings whose held-out KL is at most 0.005 nats above the first row's; the rating must not get worse.
 
 # %% tags=["hide-input"]
 if READY:
-    lever_rows = stage.get("unlikelihood_levers") or []
+    # results written before the nucleus lever hold the weights alone ("unlikelihood_levers")
+    lever_rows = stage.get("levers") or stage.get("unlikelihood_levers") or []
     if lever_rows:
+        levers = pd.DataFrame(lever_rows)
+        if "top_p" not in levers.columns:
+            levers["top_p"] = None
+        adopted_top_p = stage.get("own_top_p")
+        levers["decoding"] = ["greedy" if pd.isna(p) else f"nucleus {p:g}" for p in levers["top_p"]]
+        levers["adopted"] = [
+            "yes"
+            if w == stage["opening_unlikelihood"]
+            and (pd.isna(p) if adopted_top_p is None else p == adopted_top_p)
+            else ""
+            for w, p in zip(levers["weight"], levers["top_p"], strict=True)
+        ]
         display(
-            pd.DataFrame(lever_rows)
-            .assign(
-                adopted=lambda t: ["yes" if w == stage["opening_unlikelihood"] else "" for w in t["weight"]]
-            )
-            .set_index("weight")[["select_kl", "select_distinct", "select_opening_share", "adopted"]]
+            levers.rename(columns={"weight": "unlikelihood weight"})
+            .set_index(["unlikelihood weight", "decoding"])[
+                ["select_kl", "select_distinct", "select_opening_share", "adopted"]
+            ]
             .round(3)
             .rename(
                 columns={
@@ -635,7 +647,7 @@ else:
 
 
 # %% [markdown]
-# Our form's stage, step by step, from `results/manifest.json`: **compute** is what computing the step costs (a model's training counts its own epochs, also where this run read the model from the cache: seed 0's model is the unlikelihood lever adopted), **wall** the time the step took on the clock in this run. The paper's form's manifest entry (`explain_rate_paper`) records its own steps:
+# Our form's stage, step by step, from `results/manifest.json`: **compute** is what computing the step costs (a model's training counts its own epochs, also where this run read the model from the cache: seed 0's model is the lever adopted), **wall** the time the step took on the clock in this run. The paper's form's manifest entry (`explain_rate_paper`) records its own steps:
 
 # %% tags=["hide-input"]
 if READY:
