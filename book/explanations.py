@@ -493,9 +493,8 @@ overall = {
 }
 table.loc["overall"] = pd.Series(overall)
 # people's consistency weighted to the majority ratings' mix the explainers explain (theirs is at their own mix)
-table.loc["overall, majority mix"] = pd.Series(
-    {**overall, "humans": human_at_mix, "classifier (held-out humans)": None}
-)
+# (the explainers' overall is at that mix already: their cells stay blank)
+table.loc["overall, majority mix"] = pd.Series({"humans": human_at_mix})
 table.index.name = "majority rating"
 short = {
     "retrieval_same_rating": "retrieval (same)",
@@ -510,7 +509,9 @@ counts = pd.DataFrame(
     }
 )
 counts.loc["overall"] = [len(gen), len(humans)]
-table.rename(columns=short).round(3).join(counts.astype("Int64")).fillna("")
+# blank where a cell does not apply (the classifier and the counts at the majority mix)
+shown_table = table.rename(columns=short).map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+shown_table.join(counts.astype("Int64").astype(object)).where(lambda t: t.notna(), "")
 
 # %% mystnb={"figure": {"caption": "Consistency with the rating explained, per majority rating: each explainer and the annotators (bars, with 95% percentile bootstrap intervals: items resampled within domains, people's explanations one by one); the dashed line is the consistency classifier's own accuracy on held-out human explanations of that rating (how often it reads a person's explanation right). A missing bar is a share of 0: the template's fixed sentence for that rating is never read as it. The line under the figure tests the generator against people per rating."}} tags=["hide-input"]
 # each bar's CI: an explainer's items, or people's explanations (one row per annotator), resampled within domains
@@ -523,7 +524,7 @@ intervals = pd.concat(
 )  # fmt: skip
 intervals["explainer"] = intervals["explainer"].map(lambda n: short.get(n, n))
 shown = (
-    table.drop(index="overall")
+    table.loc[RATINGS]
     .drop(columns="classifier (held-out humans)")
     .rename(columns=short)
     .rename_axis("rating")
@@ -744,7 +745,7 @@ if stage["top1_system"]:
     say(f"system: the {rqa_name} RQA reranked by {reranker_name}{gloss}")
 for _, r in top1.sample(n=min(4, len(top1)), random_state=3).iterrows():
     say(f"[{r['domain']}] {r['question']}")
-    answered = "the gold passage" if r["is_gold"] else "another passage than the gold one"
+    answered = "the gold passage" if r["is_gold"] else "a passage that is not the gold one"
     print(f"  answered with {answered}; predicted rating: {r['predicted_rating']}")
     for e in EXPLAINERS:
         show(e, r[e])
