@@ -198,7 +198,8 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
     again; a ``relevance_model`` step counts nothing where the stage records the relevance
     model's own run (``vanilla/seed0``), which counts it, or in an explain_rate or beyond stage,
     which load the rerank stage's model; and a beyond ``<run>/model`` step (a rerank-stage model,
-    retrained only where the cache lacks it) counts nothing: the rerank stage counts it.
+    retrained only where the cache lacks it) counts nothing: the rerank stage counts it; an
+    explain_rate ``levers/<setting>/train`` step counts that lever's recorded ``train_s``.
 
     Example:
         >>> stage = {"timings": {"a/train": {"wall_s": 1.0, "compute_s": 900.0},
@@ -213,8 +214,14 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
         >>> counted_seconds({"stage": "beyond", "timings": {"deep/combined/seed0/model": {"wall_s": 300.0},
         ...                                                  "deep/combined/seed0/score": {"wall_s": 60.0}}})
         {'deep/combined/seed0/model': 0.0, 'deep/combined/seed0/score': 60.0}
+        >>> counted_seconds({"timings": {"levers/unlikelihood0_top_p0.9/train": {"wall_s": 0.4}},
+        ...                  "levers": [{"weight": 0.0, "top_p": 0.9, "train_s": 795.7}]})
+        {'levers/unlikelihood0_top_p0.9/train': 795.7}
     """
     histories = stage.get("histories", {})
+    lever_train_s = {
+        f"levers/{_lever_step(row)}/train": row.get("train_s") for row in stage.get("levers") or []
+    }
     out = {}
     for step, record in stage["timings"].items():
         seconds = float(record.get("compute_s", record["wall_s"]))
@@ -222,6 +229,9 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
         epochs = histories.get(run, {}).get("epochs") if step.endswith("/train") else None
         if epochs and all("wall_s" in e for e in epochs):
             seconds = round(sum(float(e["wall_s"]) for e in epochs), 2)
+        elif lever_train_s.get(step) is not None:
+            # an explain_rate lever's model (seed 0 with one setting) counts its own training
+            seconds = round(float(lever_train_s[step]), 2)
         elif step == "relevance_model" and (
             "vanilla/seed0" in histories or str(stage.get("stage", "")).startswith(("explain_rate", "beyond"))
         ):
@@ -231,6 +241,20 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
             seconds = 0.0
         out[step] = seconds
     return out
+
+
+def _lever_step(row: dict[str, Any]) -> str:
+    """An explain_rate lever's step name, from its row in the manifest's ``levers``.
+
+    The format of :func:`fqa_analysis.stages.explain_rate.lever_name` (this module reads results
+    and imports no stage).
+
+    Example:
+        >>> _lever_step({"weight": 2.0, "top_p": None}), _lever_step({"weight": 0.0, "top_p": 0.5})
+        ('unlikelihood2', 'unlikelihood0_top_p0.5')
+    """
+    top_p = row.get("top_p")
+    return f"unlikelihood{float(row['weight']):g}" + ("" if top_p is None else f"_top_p{float(top_p):g}")
 
 
 def stage_cost(stage: dict[str, Any]) -> tuple[float, float]:
