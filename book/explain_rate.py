@@ -349,8 +349,14 @@ if READY:
         + f". The classifier itself reads held-out human explanations right {classifier['overall']:.0%} of the time, "
         "so agreement measures the classifier as much as the model.",
         f"Our form's stage cost {minutes:.0f} minutes of compute on a 2-core CPU (peak {peak_gib:.1f} GiB): "
-        f"{len(stage['histories'])} models, "
-        f"{stage['scored_pairs']:,} pairs explained and rated by each.",
+        f"{len(stage['histories'])} seeds' models, each explaining and rating "
+        f"{stage['scored_pairs']:,} pairs"
+        + (
+            f", and {len(stage.get('levers') or []) - 1} more seed-0 models trained to choose the lever "
+            "(one lever's model is seed 0's)."
+            if len(stage.get("levers") or []) > 1
+            else "."
+        ),
     ]
     display(Markdown("\n".join(f"- {x}" for x in lines)))
     if PAPER_NOTE:
