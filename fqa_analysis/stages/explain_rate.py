@@ -60,6 +60,7 @@ __all__ = [
     "ExplainRateRunConfig",
     "adopt_lever",
     "lever_configs",
+    "lever_name",
     "lever_measurement",
     "output_name",
     "reranker_name",
