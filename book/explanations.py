@@ -105,7 +105,6 @@ def comparison(baseline, metric, part=majority):
 gen = majority[majority["explainer"] == "generator"]
 by_rating = majority.groupby(["explainer", "rating"])["consistent"].mean().unstack()
 human_rating = humans.groupby("rating")["consistent"].mean()
-met = [r for r in RATINGS if by_rating.loc["generator", r] >= human_rating[r]]
 sim_table = vs("retrieval_same_rating", "embedding_sim")
 sim, N_AGAINST = sim_table.loc["generator"], len(sim_table)
 rouge = vs("template", "rouge_l").loc["generator"]
@@ -154,19 +153,12 @@ train_cached = bool(stage["timings"]["generator/train"]["from_cache"])
 BUDGET_MIN = 45  # the explain stage's compute budget on 2 cores (the project's target)
 # the plain answer first: does the generator follow its rating, read like people, and vary like them?
 gen_open = variety(gen["explanation"].tolist(), words=OPENING_WORDS)
-human_open = variety(humans["explanation"].tolist(), words=OPENING_WORDS)
 # "as close to ... as" when the paired test finds no difference, else "closer to ... than" / "further from ... than"
 sim_word, sim_than = (
     ("as close to", "as")
     if sim["p_holm"] >= 0.05
     else (("closer to", "than") if sim["delta"] > 0 else ("further from", "than"))
 )
-# a rating below the humans' is named to three decimals (two may round the gap away)
-missed = [
-    f"{r} ({by_rating.loc['generator', r]:.3f} against {human_rating[r]:.3f})"
-    for r in RATINGS
-    if r not in met
-]
 # the question and passage of every feedback_test item (the results hold ids only), for grounding
 test_files = data.all_feedback(data.resolve_data_dir(None), None)["test"]
 PAIRS = {(it.domain, it.item_id): (it.question, it.passage.text) for f in test_files for it in f.items}

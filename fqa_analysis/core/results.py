@@ -26,6 +26,7 @@ __all__ = [
     "complete_groups",
     "counted_seconds",
     "dirty_commits",
+    "lever_step_name",
     "load_candidates",
     "load_manifest",
     "load_relevance_recipes",
@@ -220,7 +221,8 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
     """
     histories = stage.get("histories", {})
     lever_train_s = {
-        f"levers/{_lever_step(row)}/train": row.get("train_s") for row in stage.get("levers") or []
+        f"levers/{lever_step_name(row['weight'], row.get('top_p'))}/train": row.get("train_s")
+        for row in stage.get("levers") or []
     }
     out = {}
     for step, record in stage["timings"].items():
@@ -243,18 +245,17 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _lever_step(row: dict[str, Any]) -> str:
-    """An explain_rate lever's step name, from its row in the manifest's ``levers``.
+def lever_step_name(weight: float, top_p: float | None) -> str:
+    """An explain_rate lever's name in its stage's timings (``levers/<name>/train``).
 
-    The format of :func:`fqa_analysis.stages.explain_rate.lever_name` (this module reads results
-    and imports no stage).
+    One format for the stage, which writes the step, and for :func:`counted_seconds`, which reads
+    it back from the manifest's ``levers`` rows.
 
     Example:
-        >>> _lever_step({"weight": 2.0, "top_p": None}), _lever_step({"weight": 0.0, "top_p": 0.5})
+        >>> lever_step_name(2.0, None), lever_step_name(0.0, 0.5)
         ('unlikelihood2', 'unlikelihood0_top_p0.5')
     """
-    top_p = row.get("top_p")
-    return f"unlikelihood{float(row['weight']):g}" + ("" if top_p is None else f"_top_p{float(top_p):g}")
+    return f"unlikelihood{float(weight):g}" + ("" if top_p is None else f"_top_p{float(top_p):g}")
 
 
 def stage_cost(stage: dict[str, Any]) -> tuple[float, float]:

@@ -35,7 +35,7 @@ from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_parquet, content_key, default_cache_root
 from fqa_analysis.core.candidates import RATING_COLUMNS, validate_candidates
 from fqa_analysis.core.ratings import LABELS
-from fqa_analysis.core.results import load_candidates
+from fqa_analysis.core.results import lever_step_name, load_candidates
 from fqa_analysis.models.explain_rate import (
     CACHE_VERSION,
     ExplainRateConfig,
@@ -60,8 +60,8 @@ __all__ = [
     "ExplainRateRunConfig",
     "adopt_lever",
     "lever_configs",
-    "lever_name",
     "lever_measurement",
+    "lever_name",
     "output_name",
     "reranker_name",
     "run_explain_rate",
@@ -112,7 +112,7 @@ class ExplainRateRunConfig:
     top_p_levers: tuple[float, ...] = (0.5, 0.9)
 
 
-#: Held-out KL a lever of the unlikelihood term may add over the configured weight's and still be
+#: Held-out KL a lever may add over the configured setting's (the first row) and still be
 #: adopted (nats): the rating must not get worse for the explanations to get more varied.
 KL_TOLERANCE = 0.005
 
@@ -149,8 +149,7 @@ def lever_name(model: ExplainRateConfig) -> str:
         >>> lever_name(ExplainRateConfig(own_top_p=0.5))
         'unlikelihood0_top_p0.5'
     """
-    top_p = "" if model.own_top_p is None else f"_top_p{model.own_top_p:g}"
-    return f"unlikelihood{model.opening_unlikelihood:g}{top_p}"
+    return lever_step_name(model.opening_unlikelihood, model.own_top_p)
 
 
 def adopt_lever(levers: pd.DataFrame) -> int:
