@@ -1,0 +1,59 @@
+"""Write the blind explanation-audit sheet (core.audit) into results/explanation_audit/.
+
+    .venv/bin/python tools/audit_sheet.py [--data-dir DIR] [--results results] [--per-rating 10] [--seed 0]
+
+Writes ``sheet.md`` (what the judges read: no sources), ``rubric.md`` (core.audit.RUBRIC),
+``key.csv`` (row id -> item, source, rating, explanation: not for the judges) and ``audit.json``
+(the draw's settings and the commit of the results it read). The judges' labels go beside them as
+``judge_<name>.csv``; the explanations chapter reads every such file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from fqa_analysis import data
+from fqa_analysis.cache import atomic_write_bytes, atomic_write_json
+from fqa_analysis.core.audit import RUBRIC, AuditConfig, audit_rows, sheet_markdown
+
+
+def main() -> None:
+    """Draw the sample and write the sheet, rubric, key and settings."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--results", type=Path, default=Path("results"))
+    parser.add_argument("--per-rating", type=int, default=AuditConfig.per_rating)
+    parser.add_argument("--seed", type=int, default=AuditConfig.seed)
+    args = parser.parse_args()
+    if args.per_rating < 1:
+        parser.error(f"--per-rating must be at least 1, not {args.per_rating}")
+    config = AuditConfig(per_rating=args.per_rating, seed=args.seed)
+    data_dir = data.resolve_data_dir(args.data_dir)
+    items = [it for split in data.all_feedback(data_dir)["test"] for it in split.items]
+    rows = audit_rows(
+        items,
+        pd.read_parquet(args.results / "explanations.parquet"),
+        pd.read_parquet(args.results / "explain_rate_predictions.parquet"),
+        config,
+    )
+    out = args.results / "explanation_audit"
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "sheet.md", ("# Explanations to judge\n\n" + sheet_markdown(rows)).encode())
+    atomic_write_bytes(out / "rubric.md", ("# Rubric\n\n" + RUBRIC).encode())
+    key = rows.drop(columns=["question", "passage"])
+    atomic_write_bytes(out / "key.csv", key.to_csv(index=False).encode())
+    stages = json.loads((args.results / "manifest.json").read_text())["stages"]
+    commits = {s: stages[s]["git_commit"] for s in ("explain", "explain_rate")}
+    atomic_write_json(
+        out / "audit.json", {"config": asdict(config), "results_commits": commits, "rows": len(rows)}
+    )
+    print(f"{len(rows)} rows of {rows[['domain', 'item_id']].drop_duplicates().shape[0]} items -> {out}")
+
+
+if __name__ == "__main__":
+    main()
