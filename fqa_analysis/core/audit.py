@@ -7,12 +7,13 @@ each, one explanation from every source (people, the template, the rating-filter
 explainer, the generator, the explain-then-rate model), shuffles them behind row ids, and
 writes a **sheet** that judges read without knowing the sources, and a **key** that maps row
 ids back. Each judge writes one label per row and dimension (:data:`DIMENSIONS`); the book reads
-the labels with :func:`read_judgement` (every problem named with its file, row and fix) and
+the labels with :func:`fqa_analysis.core.results.load_audit` (every problem named with its file,
+line and fix) and
 scores them with :func:`audit_outcomes` and :func:`agreement`.
 
 * :func:`audit_rows`: the sample (items stratified by their majority rating, drawn with a seed).
 * :func:`sheet_markdown`: the blind sheet, one block per item.
-* :func:`read_judgement`: one judge's labels, checked against the key.
+* :func:`judgement_frame`: one judge's labels, checked against the key.
 * :func:`audit_outcomes`: the labels as one 0-1 score per (row, dimension), averaged over judges.
 * :func:`agreement` / :func:`cohen_kappa`: how far two judges agree, per dimension.
 
@@ -23,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +44,7 @@ __all__ = [
     "audit_outcomes",
     "audit_rows",
     "cohen_kappa",
-    "read_judgement",
+    "judgement_frame",
     "sheet_markdown",
 ]
 
@@ -229,43 +229,25 @@ def sheet_markdown(rows: pd.DataFrame) -> str:
     return "\n".join(blocks)
 
 
-def read_judgement(path: Path, row_ids: Sequence[str]) -> pd.DataFrame:
-    """One judge's labels: a CSV with ``row_id`` and one column per dimension (extra columns kept).
+def judgement_frame(records: Sequence[Mapping[str, str]], path: Path, row_ids: Sequence[str]) -> pd.DataFrame:
+    """One judge's labels, checked: the rows of a CSV with ``row_id`` and one column per dimension.
+
+    The file is read by :func:`fqa_analysis.core.results.load_audit` (core reads files only there);
+    ``path`` names it in the errors.
 
     Args:
-        path: The judge's CSV file.
+        records: The CSV's rows as dicts (``csv.DictReader``), in file order (line 2 first).
+        path: The judge's file.
         row_ids: Every row id of the key; the file must label each exactly once.
 
     Returns:
         One row per row id (in the key's order): ``row_id`` and the dimensions as ints.
 
     Raises:
-        DataError: A missing or unreadable file, a missing column, an unknown, duplicated or
-            missing row id, or a label outside its dimension's labels; every problem names the
-            file, the row and the fix.
+        DataError: A missing column, an unknown, duplicated or missing row id, or a label outside
+            its dimension's labels; every problem names the file, the line and the fix.
     """
     fix = "relabel the row as the rubric (rubric.md beside the sheet) says"
-    if not path.is_file():
-        raise DataError(
-            DataProblem(
-                path,
-                "(whole file)",
-                "no such file",
-                "pass the judge's CSV (row_id, " + ", ".join(DIMENSIONS) + ")",
-            )
-        )
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            records = list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as err:
-        raise DataError(
-            DataProblem(
-                path,
-                "(whole file)",
-                f"cannot be read as CSV ({err})",
-                "write it as UTF-8 CSV with a header row",
-            )
-        ) from err
     header = set(records[0]) if records else set()
     missing = [c for c in ("row_id", *DIMENSIONS) if c not in header]
     if missing:
@@ -318,7 +300,7 @@ def audit_outcomes(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame]) ->
 
     Args:
         key: The key (``row_id, stratum, domain, item_id, source, rating``).
-        judgements: Judge name -> :func:`read_judgement`'s frame.
+        judgements: Judge name -> :func:`judgement_frame`'s frame.
 
     Returns:
         Long table: ``dimension, source, stratum, domain, item_id, score`` (the mean of the

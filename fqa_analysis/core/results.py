@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from fqa_analysis.core.audit import judgement_frame
 from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.errors import DataError, DataProblem
 
@@ -27,6 +29,7 @@ __all__ = [
     "counted_seconds",
     "dirty_commits",
     "lever_step_name",
+    "load_audit",
     "load_candidates",
     "load_manifest",
     "load_relevance_recipes",
@@ -142,6 +145,73 @@ def stage_recipe(recipes: dict[str, dict[str, Any]], rerank_config: dict[str, An
     wanted = {k: rerank_config.get(k) for k in RECIPE_SETTINGS}
     wanted["relevance_epochs"] = rerank_config.get("variant_epochs", {}).get("vanilla")
     return next((name for name, r in recipes.items() if all(r.get(k) == v for k, v in wanted.items())), None)
+
+
+#: The key's columns (``tools/audit_sheet.py`` writes them).
+AUDIT_KEY_COLUMNS = ("row_id", "stratum", "domain", "item_id", "source", "rating", "explanation")
+
+
+def _csv_records(path: Path, fix: str) -> list[dict[str, str]]:
+    """The rows of a UTF-8 CSV file with a header, as dicts (a clear error if unreadable)."""
+    if not path.is_file():
+        raise DataError(DataProblem(path, "(whole file)", "no such file", fix))
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise DataError(
+            DataProblem(
+                path,
+                "(whole file)",
+                f"cannot be read as CSV ({err})",
+                "write it as UTF-8 CSV with a header row",
+            )
+        ) from None
+
+
+def load_audit(results_dir: Path) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The explanation audit (:mod:`fqa_analysis.core.audit`): its key and every judge's labels.
+
+    Reads ``explanation_audit/key.csv`` and each ``explanation_audit/judge_<name>.csv``, every one
+    checked against the key (:func:`~fqa_analysis.core.audit.judgement_frame`).
+
+    Returns:
+        ``(key, {name: labels})``, judges in the order of their names.
+
+    Raises:
+        DataError: A missing or unreadable key, a key without its columns, no judge's file, or a
+            judge's file with a problem (each named with its file, line and fix).
+    """
+    folder = results_dir / "explanation_audit"
+    records = _csv_records(folder / "key.csv", "write the sheet and key with `python tools/audit_sheet.py`")
+    missing = [c for c in AUDIT_KEY_COLUMNS if not records or c not in records[0]]
+    if missing:
+        raise DataError(
+            DataProblem(
+                folder / "key.csv",
+                "header",
+                f"missing column(s) {missing}",
+                "rewrite it with tools/audit_sheet.py",
+            )
+        )
+    key = pd.DataFrame(records)
+    key["item_id"] = key["item_id"].astype(int)
+    paths = sorted(folder.glob("judge_*.csv"))
+    if not paths:
+        raise DataError(
+            DataProblem(
+                folder,
+                "(folder)",
+                "no judge's labels (judge_<name>.csv)",
+                "have the sheet labelled as rubric.md says and save each judge's CSV there",
+            )
+        )
+    fix = "write the judge's labels as a UTF-8 CSV: row_id, fluent, supports, accurate, specific"
+    judges = {
+        p.stem.removeprefix("judge_"): judgement_frame(_csv_records(p, fix), p, key["row_id"].tolist())
+        for p in paths
+    }
+    return key, judges
 
 
 def load_manifest(results_dir: Path) -> dict[str, Any]:
