@@ -24,6 +24,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
+from fqa_analysis.core.audit import audit_outcomes, source_means
 from fqa_analysis.core.ratings import (
     LABELS,
     item_ratings,
@@ -53,6 +54,7 @@ from fqa_analysis.core.reranking import (
 from fqa_analysis.core.results import (
     counted_seconds,
     dirty_commits,
+    load_audit,
     load_candidates,
     load_manifest,
     load_stage,
@@ -211,6 +213,8 @@ if READY:
         .mean()
     )
     distinct = explained.groupby(["reranker", "seed"])["explanation"].nunique().groupby("reranker").max()
+    # the blind audit's mean scores (its intervals and tests: the explanations chapter)
+    audit = source_means(audit_outcomes(*load_audit(RESULTS)))
     share_bad = (explained["rating"] == "Bad").groupby(explained["reranker"]).mean()
     classifier = load_stage(RESULTS, "explain")["rating_classifier_heldout_accuracy_by_rating"]
 
@@ -348,6 +352,20 @@ if READY:
         )
         + f". The classifier itself reads held-out human explanations right {classifier['overall']:.0%} of the time, "
         "so agreement measures the classifier as much as the model.",
+        "Read blind by two judges (the audit of {doc}`explanations`: 40 feedback_test items, seed 0's "
+        "explanations; the judges are two instances of an AI language model, not people), our form's explanations "
+        "score, on a 0-to-1 scale, "
+        + ", ".join(
+            f"{name} {audit.loc['explain_then_rate', dim]:.2f} (people {audit.loc['people', dim]:.2f})"
+            for dim, name in (
+                ("fluent", "fluent"),
+                ("supports", "supporting the rating it gives"),
+                ("accurate", "accurate"),
+                ("specific", "specific"),
+            )
+        )
+        + ": they vary, but every score is below people's (each difference tested, paired over the items, in "
+        "{doc}`explanations`).",
         f"Our form's stage cost {minutes:.0f} minutes of compute on a 2-core CPU (peak {peak_gib:.1f} GiB): "
         f"{len(stage['histories'])} seeds' models, each explaining and rating "
         f"{stage['scored_pairs']:,} pairs"

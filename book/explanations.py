@@ -26,6 +26,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
+from fqa_analysis.core.audit import DIMENSIONS, RUBRIC, agreement, audit_outcomes, changed_rows
 from fqa_analysis.core.compare import N_RESAMPLES, compare, estimate
 from fqa_analysis.core.levers import policy_misses
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
@@ -34,12 +35,13 @@ from fqa_analysis.core.report import (
     breakable,
     change_text,
     ci_table,
+    comparison_table,
     holm_p_text,
     interval,
     signed_text,
     variety_table,
 )
-from fqa_analysis.core.results import load_stage, load_table, results_dir, stage_cost
+from fqa_analysis.core.results import load_audit, load_stage, load_table, results_dir, stage_cost
 from fqa_analysis.core.stats import unpaired_difference
 from fqa_analysis.core.text_metrics import (
     OPENING_WORDS,
@@ -65,6 +67,25 @@ keys = ["domain", "item_id"]
 majority = explanations[explanations["rating_source"] == "majority"]
 human_items = humans.groupby(keys, sort=False)[METRICS].mean()
 classifier = stage["rating_classifier_heldout_accuracy_by_rating"]
+# the blind audit: two judges' labels of 200 explanations (results/explanation_audit, core.audit)
+audit_key, judges = load_audit(RESULTS)
+audited = audit_outcomes(audit_key, judges)
+# the labels describe the texts of the results the sheet was drawn from: count those the results have changed since
+audit_changed = changed_rows(audit_key, explanations, load_table(RESULTS, "explain_rate_predictions.parquet"))
+AUDIT_KEYS = ["stratum", "domain", "item_id"]
+SOURCE_NAMES = {
+    "people": "people",
+    "template": "template",
+    "retrieval_same_rating": "retrieval (same)",
+    "generator": "generator",
+    "explain_then_rate": "explain-then-rate",
+}
+DIMENSION_NAMES = {
+    "fluent": "fluent",
+    "supports": "supports its rating",
+    "accurate": "accurate",
+    "specific": "specific",
+}
 
 
 def show(who, text, width=76):
@@ -204,6 +225,39 @@ tops = {
 }
 ratio = {r: tops["generator"][r]["opening_share"] / tops["humans"][r]["opening_share"] for r in RATINGS}
 r_top = max(RATINGS, key=lambda r: tops["generator"][r]["opening_share"])
+# the audit: each source's mean per dimension with its CI, and each source against people
+AUDIT_SHOWN = [s for s in SOURCE_NAMES if s in set(audited["source"])]
+audit_means = estimate(
+    audited, ["dimension", "source"], value="score", keys=AUDIT_KEYS, strata=["stratum"], seeds=None
+).set_index(["dimension", "source"])
+audit_vs = compare(
+    audited,
+    system="source",
+    baseline="people",
+    within=["dimension"],
+    family="within",
+    describe="each source vs people, Holm within each dimension",
+    value="score",
+    keys=AUDIT_KEYS,
+    strata=["stratum"],
+    seeds=None,
+    commit=",".join(dict.fromkeys([stage["git_commit"], load_stage(RESULTS, "explain_rate")["git_commit"]])),
+)
+audit_agree = agreement(*list(judges.values())[:2])
+
+
+def audit_verdict(source):
+    """Where a source's scores differ from people's (Holm p < 0.05), in words."""
+    rows = audit_vs.table.xs(source, level="source")
+    below = [DIMENSION_NAMES[d] for d, r in rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] < 0]
+    above = [DIMENSION_NAMES[d] for d, r in rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] > 0]
+    parts = ([f"below on {', '.join(below)}"] if below else []) + (
+        [f"above on {', '.join(above)}"] if above else []
+    )
+    return f"{SOURCE_NAMES[source]} " + (" and ".join(parts) if parts else "not told apart on any dimension")
+
+
+audit_verdicts = {s: audit_verdict(s) for s in AUDIT_SHOWN if s != "people"}
 lines = [
     "**In plain words:** for the ratings a classifier of explanation text reads reliably ("
     + ", ".join(strong)
@@ -230,7 +284,14 @@ lines = [
     f"times the share of explanations that people's most common opening starts ({r_top}: "
     f'"{readable_opening(tops["generator"][r_top]["opening"])}" {tops["generator"][r_top]["opening_share"]:.0%} '
     f'against people\'s "{readable_opening(tops["humans"][r_top]["opening"])}" '
-    f"{tops['humans'][r_top]['opening_share']:.0%}; the per-rating openings table).",
+    f"{tops['humans'][r_top]['opening_share']:.0%}; the per-rating openings table). "
+    "Closer words are not better explanations: read blind by two judges (AI, not people; the audit section), "
+    f"the generator's explanations are fluent {audit_means.loc[('fluent', 'generator'), 'mean']:.2f} and "
+    f"accurate about the question and answer {audit_means.loc[('accurate', 'generator'), 'mean']:.2f} on a "
+    f"0-to-1 scale, against people's {audit_means.loc[('fluent', 'people'), 'mean']:.2f} and "
+    f"{audit_means.loc[('accurate', 'people'), 'mean']:.2f}, and the retrieval explainer's are fluent "
+    f"({audit_means.loc[('fluent', 'retrieval_same_rating'), 'mean']:.2f}) but about another pair (accurate "
+    f"{audit_means.loc[('accurate', 'retrieval_same_rating'), 'mean']:.2f}).",
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
     "rating), generator vs annotators: "
     + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATINGS)
@@ -282,6 +343,18 @@ lines = [
     f"{reference.loc['greedy', 'embedding_sim']:.3f} / {reference.loc['greedy', 'opening_share']:.0%}; the "
     f"levers table; on feedback_test its top opening is {gen_open['opening_share']:.0%}, where its usual Bad "
     f"opening meets Bad as the majority rating of {(gen['rating'] == 'Bad').mean():.0%} of items).",
+    "Read blind by two judges (40 items, 10 per majority rating; the judges are two instances of an AI "
+    "language model, not people; the audit section): mean scores from 0 to 1, "
+    + "; ".join(
+        f"{DIMENSION_NAMES[d]}: "
+        + ", ".join(f"{SOURCE_NAMES[s]} {audit_means.loc[(d, s), 'mean']:.2f}" for s in AUDIT_SHOWN)
+        for d in DIMENSIONS
+    )
+    + ". Against people (paired over the items, Holm over the four sources within each dimension): "
+    + "; ".join(audit_verdicts[s] for s in AUDIT_SHOWN if s != "people")
+    + f". The judges gave the same label {audit_agree['same'].min():.0%} to {audit_agree['same'].max():.0%} "
+    f"of the time per dimension (Cohen's kappa {audit_agree['kappa'].min():.2f} to "
+    f"{audit_agree['kappa'].max():.2f}).",
     f"The consistency classifier itself reads held-out human explanations right "
     f"{classifier['overall']:.0%} of the time ("
     + ", ".join(f"{r} {classifier[r]:.0%}" for r in RATINGS)
@@ -596,7 +669,7 @@ plt.show()
 
 
 # %% [markdown]
-# Within each rating: the most common opening (four words) and the share of that rating's explanations it opens, for the generator and the retrieval explainer (majority rating) and for people (their own ratings); how many items and explanations each rating has is in the consistency table above. The template writes one sentence per rating, so its share is 100% in every row.
+# Within each rating: the most common opening (four words) and the share of that rating's explanations it opens, for the generator and the retrieval explainer (majority rating) and for people (their own ratings), one row each; how many items and explanations each rating has is in the consistency table above. The template writes one sentence per rating, so its share is 100% in every row.
 
 # %% tags=["hide-input"]
 per_rating = {}
@@ -609,10 +682,13 @@ for name, frame in (
         r: variety(frame.loc[frame["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)
         for r in RATINGS
     }
-    per_rating[name] = {
-        r: f'"{readable_opening(v["opening"])}" {v["opening_share"]:.1%}' for r, v in top_by_rating.items()
-    }
-per_rating = pd.DataFrame(per_rating).rename_axis("rating")
+    for r, v in top_by_rating.items():
+        per_rating[(r, name)] = {
+            "most common opening": f'"{readable_opening(v["opening"])}"',
+            "share of the rating's explanations": f"{v['opening_share']:.1%}",
+        }
+# one row per (rating, explainer): the openings' text is too wide for one column per explainer
+per_rating = pd.DataFrame(per_rating).T.rename_axis(["rating", "explainer"])
 # the generator's share against people's, per rating (ratio: computed with the findings)
 say(
     "within each rating, the share of explanations the generator's most common opening starts, as a "
@@ -620,6 +696,74 @@ say(
     + ", ".join(f"{r} {ratio[r]:.1f}x" for r in RATINGS)
 )
 per_rating
+
+
+# %% [markdown]
+# ## Read by two judges: a blind audit
+#
+# The measures above cannot tell a fluent, true explanation from a string of the right words, and the paper judged its explanations with people. A small blind reading stands in for that (`fqa_analysis.core.audit`, `tools/audit_sheet.py`; sheet, key and labels in `results/explanation_audit/`). **The sample**: 40 feedback_test items, 10 per majority rating (drawn with seed 0, so the rarer middle ratings are read too), and for each item one explanation from each of five sources: **people** (one of the item's three annotators, drawn with the seed, with that annotator's own rating), the **template**, the rating-filtered **retrieval** explainer and the **generator** (each explaining the majority rating), and the **explain-then-rate** model of the next chapter (our form, seed 0, explaining the rating it then gives). The 200 explanations were shuffled behind row ids, shown lower-cased with their white space collapsed (the generators write lower case only) and each under its question and answer with the rating it comes with; no source was named. **The judges**: two independent instances of an AI language model (Claude, the assistant that develops this project), each given only the rubric and the sheet, one reading from the first item and one from the last. They are not people, and 40 items stand behind each mean: read this as an audit of what the automatic measures miss, not as the paper's user study. The rubric, as the judges read it:
+
+# %% tags=["hide-input"]
+display(Markdown(RUBRIC.split("\n\n", 1)[1] if "\n\n" in RUBRIC else RUBRIC))
+
+# %% [markdown]
+# Mean score per source and dimension (each label divided by its dimension's highest, then averaged over the two judges: 0 to 1, higher is better), with a 95% percentile bootstrap interval over the 40 items (resampled within their majority rating):
+
+# %% tags=["hide-input"]
+say(
+    f"{len(judges)} judges ({', '.join(judges)}), {len(audit_key)} explanations of "
+    f"{audit_key[['domain', 'item_id']].drop_duplicates().shape[0]} items; explanations the results have "
+    f"changed since the sheet was drawn: {len(audit_changed)}"
+    + (
+        f" ({', '.join(audit_changed[:5])}: their labels describe texts this page no longer shows)"
+        if audit_changed
+        else ""
+    )
+)
+means = audit_means.reset_index().rename(columns={"mean": "accuracy"})
+means["source"] = means["source"].map(SOURCE_NAMES)
+means["dimension"] = means["dimension"].map(DIMENSION_NAMES)
+ci_table(
+    means,
+    rows="source",
+    columns="dimension",
+    row_order=[SOURCE_NAMES[s] for s in AUDIT_SHOWN],
+    column_order=list(DIMENSION_NAMES.values()),
+    scale=1.0,
+    digits=2,
+)
+
+# %% mystnb={"figure": {"caption": "The blind audit: mean score (0 to 1) per dimension and source, with 95% bootstrap intervals over the 40 items. Two AI judges (not people) labelled each explanation without knowing its source."}} tags=["hide-input"]
+bars = means.rename(columns={"accuracy": "score"})
+ax = plot_grouped_bars(bars, "dimension", "source", "score", error=("ci_low", "ci_high"))
+ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+ax.set_ylabel("mean score (0 to 1)")
+ax.set_ylim(0, 1.05)
+plt.show()
+
+# %% [markdown]
+# Each source against people, per dimension: paired over the 40 items (resampled within their majority rating), Holm over the four sources within each dimension; MDE beside a difference that is not significant. With 40 items only large differences can be told apart (the MDE column says how large).
+
+# %% tags=["hide-input"]
+print(audit_vs.signature())
+shown_vs = comparison_table(
+    audit_vs.table.reindex([(d, s) for d in DIMENSIONS for s in AUDIT_SHOWN if s != "people"]),
+    names=["dimension", "source"],
+    scale=1.0,
+    digits=2,
+    mean_header="score",
+    delta_header="Δ vs people",
+    n_resamples=audit_vs.n_resamples,
+)
+shown_vs.rename(index={**DIMENSION_NAMES, **SOURCE_NAMES})
+
+# %% [markdown]
+# How far the two judges agree, per dimension: the share of rows both gave the same label, and Cohen's kappa (agreement beyond what their label shares give by chance; 1 is perfect, 0 chance). Where they disagree, the table above averages them.
+
+# %% tags=["hide-input"]
+audit_agree.rename(index=DIMENSION_NAMES).rename(
+    columns={"same": "same label", "kappa": "Cohen's kappa"}
+).map(lambda v: f"{v:.2f}")
 
 
 # %% [markdown]

@@ -43,9 +43,11 @@ __all__ = [
     "agreement",
     "audit_outcomes",
     "audit_rows",
+    "changed_rows",
     "cohen_kappa",
     "judgement_frame",
     "sheet_markdown",
+    "source_means",
 ]
 
 #: The sources of the explanations read, in the order the book shows them. ``people``: one of the
@@ -194,6 +196,47 @@ def audit_rows(
     return frame.sort_values("row_id", ignore_index=True)
 
 
+def changed_rows(
+    key: pd.DataFrame, explanations: pd.DataFrame, explain_rate: pd.DataFrame, explain_rate_seed: int = 0
+) -> list[str]:
+    """Row ids of the key whose explanation or rating is no longer what the results hold.
+
+    The judges read the results of one commit; a rerun of the explain or explain_rate stage
+    changes the texts, and the labels then describe explanations the book no longer shows.
+    People's rows come from the data, which do not change.
+
+    Example:
+        >>> key = pd.DataFrame({"row_id": ["r1", "r2"], "domain": "WHO", "item_id": 0,
+        ...     "source": ["generator", "explain_then_rate"], "rating": ["Bad", "Excellent"],
+        ...     "explanation": ["no.", "yes."]})
+        >>> expl = pd.DataFrame({"explainer": ["generator"], "rating_source": "majority", "domain": "WHO",
+        ...     "item_id": 0, "rating": "Bad", "explanation": "not at all."})
+        >>> ours = pd.DataFrame({"seed": [0], "domain": "WHO", "item_id": 0, "p_bad": 0.1,
+        ...     "p_could_be_improved": 0.0, "p_acceptable": 0.0, "p_excellent": 0.9, "explanation": "yes."})
+        >>> changed_rows(key, expl, ours)
+        ['r1']
+    """
+    majority_rows = explanations[explanations["rating_source"] == "majority"]
+    now = {
+        (str(d), int(i), str(e)): (str(r), str(t))
+        for d, i, e, r, t in majority_rows[
+            ["domain", "item_id", "explainer", "rating", "explanation"]
+        ].itertuples(index=False)
+    }
+    ours = explain_rate[explain_rate["seed"] == explain_rate_seed]
+    for d, i, r, t in zip(
+        ours["domain"], ours["item_id"], predicted_rating(ours), ours["explanation"], strict=True
+    ):
+        now[(str(d), int(i), "explain_then_rate")] = (str(r), str(t))
+    return [
+        str(row.row_id)
+        for row in key.itertuples()
+        if row.source != "people"
+        and now.get((str(row.domain), int(str(row.item_id)), str(row.source)))
+        != (str(row.rating), str(row.explanation))
+    ]
+
+
 def sheet_markdown(rows: pd.DataFrame) -> str:
     """The blind sheet: one block per item (question, answer), its explanations by row id.
 
@@ -330,6 +373,20 @@ def audit_outcomes(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame]) ->
         frame["score"] = labels / max(allowed)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def source_means(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Mean score per source (rows, in :data:`SOURCES` order) and dimension (columns, :data:`DIMENSIONS`).
+
+    Example:
+        >>> out = pd.DataFrame({"dimension": ["fluent", "fluent", "fluent"], "source":
+        ...     ["generator", "people", "people"], "score": [0.25, 1.0, 0.5]})
+        >>> source_means(out)["fluent"].tolist()
+        [0.75, 0.25]
+    """
+    table = outcomes.pivot_table(index="source", columns="dimension", values="score", aggfunc="mean")
+    rows = [s for s in SOURCES if s in table.index]
+    return table.reindex(index=rows, columns=[d for d in DIMENSIONS if d in table.columns])
 
 
 def cohen_kappa(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) -> float:
