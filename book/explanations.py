@@ -758,7 +758,7 @@ shown_vs = comparison_table(
 shown_vs.rename(index={**DIMENSION_NAMES, **SOURCE_NAMES})
 
 # %% [markdown]
-# How far the two judges agree, per dimension: the share of rows both gave the same label, and Cohen's kappa (agreement beyond what their label shares give by chance; 1 is perfect, 0 chance). Where they disagree, the table above averages them.
+# How far the two judges agree, per dimension: the share of rows both gave the same label, and Cohen's kappa (agreement beyond what their label shares give by chance; 1 is perfect, 0 chance). Where they disagree, the tables above average them. Two instances of one model share that model's reading of the rubric, so their agreement is likely higher than two people's would be: it shows that the labels are stable, not that they are right.
 
 # %% tags=["hide-input"]
 audit_agree.rename(index=DIMENSION_NAMES).rename(
