@@ -320,7 +320,18 @@ lines = [
     f"(difference {change_text(rouge, 1.0, 3, '', N_RESAMPLES)}; Holm over the {N_AGAINST} other explainers against "
     "the template); "
     f"humans {humans['rouge_l'].mean():.3f}. Sentence BLEU: generator {gen['bleu'].mean():.3f}, template "
-    f"{majority.loc[majority['explainer'] == 'template', 'bleu'].mean():.3f}, humans {humans['bleu'].mean():.3f}.",
+    f"{majority.loc[majority['explainer'] == 'template', 'bleu'].mean():.3f}, humans {humans['bleu'].mean():.3f}"
+    + (
+        ": people's own explanations score below the template's fixed sentences on "
+        + " and ".join(
+            n
+            for n, m in (("ROUGE-L", "rouge_l"), ("BLEU", "bleu"))
+            if humans[m].mean() < majority.loc[majority["explainer"] == "template", m].mean()
+        )
+        + ", so a higher word overlap here does not mean a better explanation."
+        if humans["rouge_l"].mean() < majority.loc[majority["explainer"] == "template", "rouge_l"].mean()
+        else "."
+    ),
     f"Distinct explanations: generator {distinct_share(gen['explanation'].tolist()):.0%} of {len(gen):,} "
     f"(humans {distinct_share(humans['explanation'].tolist()):.0%}).",
     f"Grounding (the share of an explanation's content words found in its question or passage): generator "
@@ -650,20 +661,34 @@ display(
 )
 variety_table(rows)
 
-# %% mystnb={"figure": {"caption": "Variety per explainer (majority rating) and for the annotators: left, the share of explanations that open with the explainer's most common four words; right, the share of distinct explanations."}} tags=["hide-input"]
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+# %% mystnb={"figure": {"caption": "Variety within each rating: left, the share of an explainer's explanations of that rating (majority rating; people: their own ratings) that open with its most common four words for that rating; right, the share of distinct explanations over all ratings. Within a rating, so that an explainer of the majority ratings (more of them Bad) is not compared with people's own mix of ratings. The template writes one sentence per rating: 100% everywhere on the left."}} tags=["hide-input"]
+# per rating, so the mix of ratings (majority vs people's own) does not shape the comparison
+within = pd.DataFrame(
+    [
+        {
+            "rating": r,
+            "explainer": short.get(name, name),
+            "share": variety(frame.loc[frame["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)[
+                "opening_share"
+            ],
+        }
+        for name, frame in sources.items()
+        if name != "retrieval_any_rating"  # it ignores the rating it explains
+        for r in RATINGS
+    ]
+)
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [3, 2]})
+plot_grouped_bars(within, "rating", "explainer", "share", ax=axes[0], legend=False)
+axes[0].set_ylim(0, 1.05)
+axes[0].set_ylabel("share opening with the top 4 words")
 names = list(varied.index)
-for ax, column, label in (
-    (axes[0], "opening_share", "share opening with the most common 4 words"),
-    (axes[1], "distinct", "share of distinct explanations"),
-):
-    # the reader's names (as in the consistency figure), each explainer's fixed colour
-    ax.barh(
-        [short.get(n, n) for n in names], varied[column].astype(float), color=[system_color(n) for n in names]
-    )
-    ax.set_xlim(0, 1)
-    ax.set_xlabel(label)
-axes[0].invert_yaxis()
+# the reader's names (as in the consistency figure), each explainer's fixed colour
+axes[1].barh(
+    [short.get(n, n) for n in names], varied["distinct"].astype(float), color=[system_color(n) for n in names]
+)
+axes[1].set_xlim(0, 1)
+axes[1].set_xlabel("share of distinct explanations")
+axes[1].invert_yaxis()
 plt.tight_layout()
 plt.show()
 
@@ -839,6 +864,17 @@ lever_table.index.name = "lever"
 say(
     f"{levers['rows'].iloc[0]} held-out (pair, rating) rows; feedback_test explained with: {chosen.name}"
     + (" (adopted by the rule above)" if USED == "adopted" else " (the configured decoding)")
+)
+# how close the decoding used came to each bar of the rule (the table rounds consistency to two decimals)
+bars = {f"consistent_{r}": (f"{r} consistency", classifier[r]) for r in RATINGS}
+if "reference: retrieval_same_rating" in reference.index:
+    bars["embedding_sim"] = ("similarity", reference.loc["reference: retrieval_same_rating", "embedding_sim"])
+if "reference: template" in reference.index:
+    bars["rouge_l"] = ("ROUGE-L", reference.loc["reference: template", "rouge_l"])
+margins = sorted((chosen[c] - bar, name, chosen[c], bar) for c, (name, bar) in bars.items())
+say(
+    "its margins over the rule's bars, closest first: "
+    + "; ".join(f"{name} {value:.3f} vs {bar:.3f} ({signed_text(m, 3)})" for m, name, value, bar in margins)
 )
 lever_table
 
