@@ -759,7 +759,11 @@ ci_table(
 )
 
 # %% mystnb={"figure": {"caption": "The blind audit: mean score (0 to 1) per dimension and source, with 95% bootstrap intervals over the 40 items. Two AI judges (not people) labelled each explanation without knowing its source."}} tags=["hide-input"]
-bars = means.rename(columns={"accuracy": "score"})
+# bars in the table's order of sources (people first), each source in its chapter-wide colour
+order = {SOURCE_NAMES[s]: k for k, s in enumerate(AUDIT_SHOWN)}
+bars = means.rename(columns={"accuracy": "score"}).sort_values(
+    "source", key=lambda c: c.map(order), kind="stable"
+)
 ax = plot_grouped_bars(bars, "dimension", "source", "score", error=("ci_low", "ci_high"))
 ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
 ax.set_ylabel("mean score (0 to 1)")

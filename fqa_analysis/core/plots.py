@@ -73,7 +73,9 @@ _SYSTEM_COLORS: dict[str, str] = {
     "retrieval (same)": "#0072B2",
     "generator": "#D55E00",
     "explain_rate": "#CC79A7",
+    "explain-then-rate": "#CC79A7",
     "humans": "#000000",
+    "people": "#000000",
     "human": "#000000",
 }
 _SPARE = ("#D55E00", "#CC79A7", "#0072B2", "#009E73", "#E69F00", "#56B4E9", "#000000")
