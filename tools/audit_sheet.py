@@ -11,18 +11,27 @@ Writes ``sheet.md`` (what the judges read: no sources), ``rubric.md`` (core.audi
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
-
-import pandas as pd
 
 from fqa_analysis import data
 from fqa_analysis.cache import atomic_write_bytes, atomic_write_json
 from fqa_analysis.core.audit import RUBRIC, AuditConfig, audit_rows, sheet_markdown
+from fqa_analysis.core.results import load_stage, load_table
+from fqa_analysis.errors import DataError
 
 
 def main() -> None:
+    """Write the sheet; a bad path, results folder or draw ends with one message naming it (exit 2)."""
+    try:
+        _write()
+    except (DataError, ValueError) as err:  # a missing file, or too few items for the draw
+        print(f"audit_sheet: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _write() -> None:
     """Draw the sample and write the sheet, rubric, key and settings."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None)
@@ -37,8 +46,8 @@ def main() -> None:
     items = [it for split in data.all_feedback(data_dir)["test"] for it in split.items]
     rows = audit_rows(
         items,
-        pd.read_parquet(args.results / "explanations.parquet"),
-        pd.read_parquet(args.results / "explain_rate_predictions.parquet"),
+        load_table(args.results, "explanations.parquet"),
+        load_table(args.results, "explain_rate_predictions.parquet"),
         config,
     )
     out = args.results / "explanation_audit"
@@ -47,8 +56,7 @@ def main() -> None:
     atomic_write_bytes(out / "rubric.md", ("# Rubric\n\n" + RUBRIC).encode())
     key = rows.drop(columns=["question", "passage"])
     atomic_write_bytes(out / "key.csv", key.to_csv(index=False).encode())
-    stages = json.loads((args.results / "manifest.json").read_text())["stages"]
-    commits = {s: stages[s]["git_commit"] for s in ("explain", "explain_rate")}
+    commits = {s: load_stage(args.results, s)["git_commit"] for s in ("explain", "explain_rate")}
     atomic_write_json(
         out / "audit.json", {"config": asdict(config), "results_commits": commits, "rows": len(rows)}
     )

@@ -105,6 +105,29 @@ class AuditConfig:
     explain_rate_seed: int = 0
 
 
+def _explained_texts(
+    explanations: pd.DataFrame, explain_rate: pd.DataFrame, explain_rate_seed: int
+) -> dict[tuple[str, int, str], tuple[str, str]]:
+    """``(domain, item_id, source) -> (rating, explanation)`` of the explainers and explain-then-rate.
+
+    The explainers' majority-rating rows, and the explain-then-rate model's rows of one seed with
+    its most likely rating (the rating its explanation comes with).
+    """
+    majority_rows = explanations[explanations["rating_source"] == "majority"]
+    texts = {
+        (str(d), int(i), str(e)): (str(r), str(t))
+        for d, i, e, r, t in majority_rows[
+            ["domain", "item_id", "explainer", "rating", "explanation"]
+        ].itertuples(index=False)
+    }
+    ours = explain_rate[explain_rate["seed"] == explain_rate_seed]
+    for d, i, r, t in zip(
+        ours["domain"], ours["item_id"], predicted_rating(ours), ours["explanation"], strict=True
+    ):
+        texts[(str(d), int(i), "explain_then_rate")] = (str(r), str(t))
+    return texts
+
+
 def audit_rows(
     items: Sequence[FeedbackItem],
     explanations: pd.DataFrame,
@@ -143,39 +166,22 @@ def audit_rows(
         drawn += [
             (rating, pool[int(i)]) for i in sorted(rng.choice(len(pool), config.per_rating, replace=False))
         ]
-    majority_rows = explanations[explanations["rating_source"] == "majority"]
-    explained = {
-        (str(d), int(i), str(e)): (str(r), str(t))
-        for d, i, e, r, t in majority_rows[
-            ["domain", "item_id", "explainer", "rating", "explanation"]
-        ].itertuples(index=False)
-    }
-    ours_rows = explain_rate[explain_rate["seed"] == config.explain_rate_seed]
-    ours = {
-        (str(d), int(i)): (str(r), str(t))
-        for d, i, r, t in zip(
-            ours_rows["domain"],
-            ours_rows["item_id"],
-            predicted_rating(ours_rows),
-            ours_rows["explanation"],
-            strict=True,
-        )
-    }
+    texts_now = _explained_texts(explanations, explain_rate, config.explain_rate_seed)
     rows = []
     for stratum, it in drawn:
         annotator = int(rng.integers(len(it.ratings)))
         texts = {"people": (it.ratings[annotator], it.explanations[annotator])}
         for source in ("template", "retrieval_same_rating", "generator"):
             key = (it.domain, it.item_id, source)
-            if key not in explained:
+            if key not in texts_now:
                 raise ValueError(f"explanations.parquet has no majority-rating row for {key}")
-            texts[source] = explained[key]
-        if (it.domain, it.item_id) not in ours:
+            texts[source] = texts_now[key]
+        if (it.domain, it.item_id, "explain_then_rate") not in texts_now:
             raise ValueError(
                 f"explain_rate_predictions.parquet has no seed-{config.explain_rate_seed} row "
                 f"for {it.domain} item {it.item_id}"
             )
-        texts["explain_then_rate"] = ours[(it.domain, it.item_id)]
+        texts["explain_then_rate"] = texts_now[(it.domain, it.item_id, "explain_then_rate")]
         for source in SOURCES:
             rating, text = texts[source]
             rows.append(
@@ -216,18 +222,7 @@ def changed_rows(
         >>> changed_rows(key, expl, ours)
         ['r1']
     """
-    majority_rows = explanations[explanations["rating_source"] == "majority"]
-    now = {
-        (str(d), int(i), str(e)): (str(r), str(t))
-        for d, i, e, r, t in majority_rows[
-            ["domain", "item_id", "explainer", "rating", "explanation"]
-        ].itertuples(index=False)
-    }
-    ours = explain_rate[explain_rate["seed"] == explain_rate_seed]
-    for d, i, r, t in zip(
-        ours["domain"], ours["item_id"], predicted_rating(ours), ours["explanation"], strict=True
-    ):
-        now[(str(d), int(i), "explain_then_rate")] = (str(r), str(t))
+    now = _explained_texts(explanations, explain_rate, explain_rate_seed)
     return [
         str(row.row_id)
         for row in key.itertuples()
