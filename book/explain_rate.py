@@ -54,6 +54,7 @@ from fqa_analysis.core.reranking import (
 from fqa_analysis.core.results import (
     counted_seconds,
     dirty_commits,
+    has_audit,
     load_audit,
     load_candidates,
     load_manifest,
@@ -214,7 +215,7 @@ if READY:
     )
     distinct = explained.groupby(["reranker", "seed"])["explanation"].nunique().groupby("reranker").max()
     # the blind audit's mean scores (its intervals and tests: the explanations chapter)
-    audit = source_means(audit_outcomes(*load_audit(RESULTS)))
+    audit = source_means(audit_outcomes(*load_audit(RESULTS))) if has_audit(RESULTS) else None
     share_bad = (explained["rating"] == "Bad").groupby(explained["reranker"]).mean()
     classifier = load_stage(RESULTS, "explain")["rating_classifier_heldout_accuracy_by_rating"]
 
@@ -352,20 +353,27 @@ if READY:
         )
         + f". The classifier itself reads held-out human explanations right {classifier['overall']:.0%} of the time, "
         "so agreement measures the classifier as much as the model.",
-        "Read blind by two judges (the audit of {doc}`explanations`: 40 feedback_test items, seed 0's "
-        "explanations; the judges are two instances of an AI language model, not people), our form's explanations "
-        "score, on a 0-to-1 scale, "
-        + ", ".join(
-            f"{name} {audit.loc['explain_then_rate', dim]:.2f} (people {audit.loc['people', dim]:.2f})"
-            for dim, name in (
-                ("fluent", "fluent"),
-                ("supports", "supporting the rating it gives"),
-                ("accurate", "accurate"),
-                ("specific", "specific"),
+        (
+            "Read blind by AI judges (not people; the audit of {doc}`explanations`, seed 0's explanations), our "
+            "form's explanations score, on a 0-to-1 scale, "
+            + ", ".join(
+                f"{name} {audit.loc['explain_then_rate', dim]:.2f} (people {audit.loc['people', dim]:.2f})"
+                for dim, name in (
+                    ("fluent", "fluent"),
+                    ("supports", "supporting the rating it gives"),
+                    ("accurate", "accurate"),
+                    ("specific", "specific"),
+                )
             )
-        )
-        + ": they vary, but every score is below people's (each difference tested, paired over the items, in "
-        "{doc}`explanations`).",
+            + (
+                ": they vary, but every mean score is below people's"
+                if (audit.loc["explain_then_rate"] < audit.loc["people"]).all()
+                else ""
+            )
+            + " (each difference tested, paired over the items, in {doc}`explanations`)."
+            if audit is not None
+            else ""
+        ),
         f"Our form's stage cost {minutes:.0f} minutes of compute on a 2-core CPU (peak {peak_gib:.1f} GiB): "
         f"{len(stage['histories'])} seeds' models, each explaining and rating "
         f"{stage['scored_pairs']:,} pairs"
@@ -376,7 +384,7 @@ if READY:
             else "."
         ),
     ]
-    display(Markdown("\n".join(f"- {x}" for x in lines)))
+    display(Markdown("\n".join(f"- {x}" for x in lines if x)))
     if PAPER_NOTE:
         display(Markdown(PAPER_NOTE))
 else:

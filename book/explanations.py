@@ -41,7 +41,15 @@ from fqa_analysis.core.report import (
     signed_text,
     variety_table,
 )
-from fqa_analysis.core.results import load_audit, load_stage, load_table, results_dir, stage_cost
+from fqa_analysis.core.results import (
+    audit_judges,
+    has_audit,
+    load_audit,
+    load_stage,
+    load_table,
+    results_dir,
+    stage_cost,
+)
 from fqa_analysis.core.stats import unpaired_difference
 from fqa_analysis.core.text_metrics import (
     OPENING_WORDS,
@@ -67,11 +75,27 @@ keys = ["domain", "item_id"]
 majority = explanations[explanations["rating_source"] == "majority"]
 human_items = humans.groupby(keys, sort=False)[METRICS].mean()
 classifier = stage["rating_classifier_heldout_accuracy_by_rating"]
-# the blind audit: two judges' labels of 200 explanations (results/explanation_audit, core.audit)
-audit_key, judges = load_audit(RESULTS)
-audited = audit_outcomes(audit_key, judges)
-# the labels describe the texts of the results the sheet was drawn from: count those the results have changed since
-audit_changed = changed_rows(audit_key, explanations, load_table(RESULTS, "explain_rate_predictions.parquet"))
+# the blind audit (results/explanation_audit, core.audit): judges' labels of a seeded sample of explanations;
+# a results folder of one's own rerun has none until tools/audit_sheet.py draws one
+AUDIT = has_audit(RESULTS)
+NO_AUDIT = Markdown(
+    "This results folder holds no explanation audit (`explanation_audit/`): `tools/audit_sheet.py` draws its blind "
+    "sheet from the results, and the judges' labels go beside it (README, *The pipeline*)."
+)
+if AUDIT:
+    audit_key, judges = load_audit(RESULTS)
+    audited = audit_outcomes(audit_key, judges)
+    # the labels describe the texts of the results the sheet was drawn from: those the results changed since
+    audit_changed = changed_rows(
+        audit_key, explanations, load_table(RESULTS, "explain_rate_predictions.parquet")
+    )
+    audit_items = audit_key.drop_duplicates(["domain", "item_id"])
+    AUDIT_SIZE = (
+        f"{len(audit_items)} feedback_test items, "
+        + " / ".join(f"{audit_items['stratum'].value_counts().get(r, 0)}" for r in RATINGS)
+        + " of majority rating "
+        + " / ".join(RATINGS)
+    )
 AUDIT_KEYS = ["stratum", "domain", "item_id"]
 SOURCE_NAMES = {
     "people": "people",
@@ -226,38 +250,77 @@ tops = {
 ratio = {r: tops["generator"][r]["opening_share"] / tops["humans"][r]["opening_share"] for r in RATINGS}
 r_top = max(RATINGS, key=lambda r: tops["generator"][r]["opening_share"])
 # the audit: each source's mean per dimension with its CI, and each source against people
-AUDIT_SHOWN = [s for s in SOURCE_NAMES if s in set(audited["source"])]
-audit_means = estimate(
-    audited, ["dimension", "source"], value="score", keys=AUDIT_KEYS, strata=["stratum"], seeds=None
-).set_index(["dimension", "source"])
-audit_vs = compare(
-    audited,
-    system="source",
-    baseline="people",
-    within=["dimension"],
-    family="within",
-    describe="each source vs people, Holm within each dimension",
-    value="score",
-    keys=AUDIT_KEYS,
-    strata=["stratum"],
-    seeds=None,
-    commit=",".join(dict.fromkeys([stage["git_commit"], load_stage(RESULTS, "explain_rate")["git_commit"]])),
-)
-audit_agree = agreement(*list(judges.values())[:2])
-
-
-def audit_verdict(source):
-    """Where a source's scores differ from people's (Holm p < 0.05), in words."""
-    rows = audit_vs.table.xs(source, level="source")
-    below = [DIMENSION_NAMES[d] for d, r in rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] < 0]
-    above = [DIMENSION_NAMES[d] for d, r in rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] > 0]
-    parts = ([f"below on {', '.join(below)}"] if below else []) + (
-        [f"above on {', '.join(above)}"] if above else []
+AUDIT_PLAIN, AUDIT_FINDING = "", ""
+if AUDIT:
+    AUDIT_SHOWN = [s for s in SOURCE_NAMES if s in set(audited["source"])]
+    audit_means = estimate(
+        audited, ["dimension", "source"], value="score", keys=AUDIT_KEYS, strata=["stratum"], seeds=None
+    ).set_index(["dimension", "source"])
+    audit_vs = compare(
+        audited,
+        system="source",
+        baseline="people",
+        within=["dimension"],
+        family="within",
+        describe="each source vs people, Holm within each dimension",
+        value="score",
+        keys=AUDIT_KEYS,
+        strata=["stratum"],
+        seeds=None,
+        commit=",".join(
+            dict.fromkeys([stage["git_commit"], load_stage(RESULTS, "explain_rate")["git_commit"]])
+        ),
     )
-    return f"{SOURCE_NAMES[source]} " + (" and ".join(parts) if parts else "not told apart on any dimension")
+    # how far the first two judges agree (one judge alone: nothing to agree on)
+    audit_agree = agreement(*list(judges.values())[:2]) if len(judges) >= 2 else None
 
+    def audit_verdict(source):
+        """Where a source's scores differ from people's (Holm p < 0.05), in words."""
+        rows = audit_vs.table.xs(source, level="source")
+        below = [DIMENSION_NAMES[d] for d, r in rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] < 0]
+        above = [DIMENSION_NAMES[d] for d, r in rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] > 0]
+        parts = ([f"below on {', '.join(below)}"] if below else []) + (
+            [f"above on {', '.join(above)}"] if above else []
+        )
+        return f"{SOURCE_NAMES[source]} " + (
+            " and ".join(parts) if parts else "not told apart on any dimension"
+        )
 
-audit_verdicts = {s: audit_verdict(s) for s in AUDIT_SHOWN if s != "people"}
+    audit_verdicts = {s: audit_verdict(s) for s in AUDIT_SHOWN if s != "people"}
+    mean_of = audit_means["mean"]
+    AUDIT_PLAIN = (
+        f" Closer words are not better explanations: read blind by {len(judges)} judges (AI, not people; the "
+        f"audit section), the generator's explanations are fluent {mean_of[('fluent', 'generator')]:.2f} and "
+        f"accurate about the question and answer {mean_of[('accurate', 'generator')]:.2f} on a 0-to-1 scale, "
+        f"against people's {mean_of[('fluent', 'people')]:.2f} and {mean_of[('accurate', 'people')]:.2f}, and the "
+        f"retrieval explainer's are fluent ({mean_of[('fluent', 'retrieval_same_rating')]:.2f}) but about another "
+        f"pair (accurate {mean_of[('accurate', 'retrieval_same_rating')]:.2f})."
+    )
+    AUDIT_FINDING = (
+        f"Read blind by {len(judges)} judges ({AUDIT_SIZE}; the judges are instances of an AI language model, "
+        "not people; the audit section): mean scores from 0 to 1, "
+        + "; ".join(
+            f"{DIMENSION_NAMES[d]}: "
+            + ", ".join(f"{SOURCE_NAMES[s]} {mean_of[(d, s)]:.2f}" for s in AUDIT_SHOWN)
+            for d in DIMENSIONS
+        )
+        + ". Against people (paired over the items, Holm over the other sources within each dimension): "
+        + "; ".join(audit_verdicts[s] for s in AUDIT_SHOWN if s != "people")
+        + "."
+        + (
+            f" The judges gave the same label {audit_agree['same'].min():.0%} to {audit_agree['same'].max():.0%} "
+            f"of the time per dimension (Cohen's kappa {audit_agree['kappa'].min():.2f} to "
+            f"{audit_agree['kappa'].max():.2f})."
+            if audit_agree is not None
+            else ""
+        )
+        + (
+            f" {len(audit_changed)} of the explanations read have changed in the results since: their labels "
+            "describe texts this page no longer shows."
+            if audit_changed
+            else ""
+        )
+    )
 lines = [
     "**In plain words:** for the ratings a classifier of explanation text reads reliably ("
     + ", ".join(strong)
@@ -284,14 +347,7 @@ lines = [
     f"times the share of explanations that people's most common opening starts ({r_top}: "
     f'"{readable_opening(tops["generator"][r_top]["opening"])}" {tops["generator"][r_top]["opening_share"]:.0%} '
     f'against people\'s "{readable_opening(tops["humans"][r_top]["opening"])}" '
-    f"{tops['humans'][r_top]['opening_share']:.0%}; the per-rating openings table). "
-    "Closer words are not better explanations: read blind by two judges (AI, not people; the audit section), "
-    f"the generator's explanations are fluent {audit_means.loc[('fluent', 'generator'), 'mean']:.2f} and "
-    f"accurate about the question and answer {audit_means.loc[('accurate', 'generator'), 'mean']:.2f} on a "
-    f"0-to-1 scale, against people's {audit_means.loc[('fluent', 'people'), 'mean']:.2f} and "
-    f"{audit_means.loc[('accurate', 'people'), 'mean']:.2f}, and the retrieval explainer's are fluent "
-    f"({audit_means.loc[('fluent', 'retrieval_same_rating'), 'mean']:.2f}) but about another pair (accurate "
-    f"{audit_means.loc[('accurate', 'retrieval_same_rating'), 'mean']:.2f}).",
+    f"{tops['humans'][r_top]['opening_share']:.0%}; the per-rating openings table)." + AUDIT_PLAIN,
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
     "rating), generator vs annotators: "
     + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATINGS)
@@ -354,18 +410,7 @@ lines = [
     f"{reference.loc['greedy', 'embedding_sim']:.3f} / {reference.loc['greedy', 'opening_share']:.0%}; the "
     f"levers table; on feedback_test its top opening is {gen_open['opening_share']:.0%}, where its usual Bad "
     f"opening meets Bad as the majority rating of {(gen['rating'] == 'Bad').mean():.0%} of items).",
-    "Read blind by two judges (40 items, 10 per majority rating; the judges are two instances of an AI "
-    "language model, not people; the audit section): mean scores from 0 to 1, "
-    + "; ".join(
-        f"{DIMENSION_NAMES[d]}: "
-        + ", ".join(f"{SOURCE_NAMES[s]} {audit_means.loc[(d, s), 'mean']:.2f}" for s in AUDIT_SHOWN)
-        for d in DIMENSIONS
-    )
-    + ". Against people (paired over the items, Holm over the four sources within each dimension): "
-    + "; ".join(audit_verdicts[s] for s in AUDIT_SHOWN if s != "people")
-    + f". The judges gave the same label {audit_agree['same'].min():.0%} to {audit_agree['same'].max():.0%} "
-    f"of the time per dimension (Cohen's kappa {audit_agree['kappa'].min():.2f} to "
-    f"{audit_agree['kappa'].max():.2f}).",
+    AUDIT_FINDING,
     f"The consistency classifier itself reads held-out human explanations right "
     f"{classifier['overall']:.0%} of the time ("
     + ", ".join(f"{r} {classifier[r]:.0%}" for r in RATINGS)
@@ -386,7 +431,7 @@ lines = [
         "costliest step)."
     ),
 ]
-display(Markdown("\n".join(f"- {x}" for x in lines)))
+display(Markdown("\n".join(f"- {x}" for x in lines if x)))
 
 # %% [markdown]
 # ## The explainers
@@ -726,73 +771,92 @@ per_rating
 # %% [markdown]
 # ## Read by two judges: a blind audit
 #
-# The measures above cannot tell a fluent, true explanation from a string of the right words, and the paper judged its explanations with people. A small blind reading stands in for that (`fqa_analysis.core.audit`, `tools/audit_sheet.py`; sheet, key and labels in `results/explanation_audit/`). **The sample**: 40 feedback_test items, 10 per majority rating (drawn with seed 0, so the rarer middle ratings are read too), and for each item one explanation from each of five sources: **people** (one of the item's three annotators, drawn with the seed, with that annotator's own rating), the **template**, the rating-filtered **retrieval** explainer and the **generator** (each explaining the majority rating), and the **explain-then-rate** model of the next chapter (our form, seed 0, explaining the rating it then gives). The 200 explanations were shuffled behind row ids, shown lower-cased with their white space collapsed (the generators write lower case only) and each under its question and answer with the rating it comes with; no source was named. **The judges**: two independent instances of an AI language model (Claude, the assistant that develops this project), each given only the rubric and the sheet, one reading from the first item and one from the last. They are not people, and 40 items stand behind each mean: read this as an audit of what the automatic measures miss, not as the paper's user study. The rubric, as the judges read it:
+# The measures above cannot tell a fluent, true explanation from a string of the right words, and the paper judged its explanations with people. A small blind reading stands in for that (`fqa_analysis.core.audit`, `tools/audit_sheet.py`; sheet, key, labels and who the judges are in `results/explanation_audit/`). **The sample**: feedback_test items drawn with a seed, the same number for each majority rating (so the rarer middle ratings are read too), and for each item one explanation from each of five sources: **people** (one of the item's three annotators, drawn with the seed, with that annotator's own rating), the **template**, the rating-filtered **retrieval** explainer and the **generator** (each explaining the majority rating), and the **explain-then-rate** model of the next chapter (our form, seed 0, explaining the rating it then gives). The explanations were shuffled behind row ids, shown lower-cased with their white space collapsed (the generators write lower case only) and each under its question and answer with the rating it comes with; no source was named. Each judge labelled every row by the rubric below, without the key. **The judges are not people** (who they are is printed below): read this as an audit of what the automatic measures miss, with few items behind each mean, not as the paper's user study.
 
 # %% tags=["hide-input"]
-display(Markdown(RUBRIC.split("\n\n", 1)[1] if "\n\n" in RUBRIC else RUBRIC))
-
-# %% [markdown]
-# Mean score per source and dimension (each label divided by its dimension's highest, then averaged over the two judges: 0 to 1, higher is better), with a 95% percentile bootstrap interval over the 40 items (resampled within their majority rating):
-
-# %% tags=["hide-input"]
-say(
-    f"{len(judges)} judges ({', '.join(judges)}), {len(audit_key)} explanations of "
-    f"{audit_key[['domain', 'item_id']].drop_duplicates().shape[0]} items; explanations the results have "
-    f"changed since the sheet was drawn: {len(audit_changed)}"
-    + (
-        f" ({', '.join(audit_changed[:5])}: their labels describe texts this page no longer shows)"
-        if audit_changed
-        else ""
+if AUDIT:
+    say(
+        f"{AUDIT_SIZE}; {len(audit_key)} explanations; explanations the results have changed since the sheet "
+        f"was drawn: {len(audit_changed)}"
+        + (
+            f" ({', '.join(audit_changed[:5])}: their labels describe texts this page no longer shows)"
+            if audit_changed
+            else ""
+        )
     )
-)
-means = audit_means.reset_index().rename(columns={"mean": "accuracy"})
-means["source"] = means["source"].map(SOURCE_NAMES)
-means["dimension"] = means["dimension"].map(DIMENSION_NAMES)
-ci_table(
-    means,
-    rows="source",
-    columns="dimension",
-    row_order=[SOURCE_NAMES[s] for s in AUDIT_SHOWN],
-    column_order=list(DIMENSION_NAMES.values()),
-    scale=1.0,
-    digits=2,
-)
-
-# %% mystnb={"figure": {"caption": "The blind audit: mean score (0 to 1) per dimension and source, with 95% bootstrap intervals over the 40 items. Two AI judges (not people) labelled each explanation without knowing its source."}} tags=["hide-input"]
-# bars in the table's order of sources (people first), each source in its chapter-wide colour
-order = {SOURCE_NAMES[s]: k for k, s in enumerate(AUDIT_SHOWN)}
-bars = means.rename(columns={"accuracy": "score"}).sort_values(
-    "source", key=lambda c: c.map(order), kind="stable"
-)
-ax = plot_grouped_bars(bars, "dimension", "source", "score", error=("ci_low", "ci_high"))
-ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-ax.set_ylabel("mean score (0 to 1)")
-ax.set_ylim(0, 1.05)
-plt.show()
+    for name, who in audit_judges(RESULTS).items():
+        if name in judges:
+            say(f"judge {name}: {who}")
+    display(Markdown("The rubric, as the judges read it:\n\n" + RUBRIC.split("\n\n", 1)[-1]))
+else:
+    display(NO_AUDIT)
 
 # %% [markdown]
-# Each source against people, per dimension: paired over the 40 items (resampled within their majority rating), Holm over the four sources within each dimension; MDE beside a difference that is not significant. With 40 items only large differences can be told apart (the MDE column says how large).
+# Mean score per source and dimension (each label divided by its dimension's highest, then averaged over the judges: 0 to 1, higher is better), with a 95% percentile bootstrap interval over the items (resampled within their majority rating):
 
 # %% tags=["hide-input"]
-print(audit_vs.signature())
-shown_vs = comparison_table(
-    audit_vs.table.reindex([(d, s) for d in DIMENSIONS for s in AUDIT_SHOWN if s != "people"]),
-    names=["dimension", "source"],
-    scale=1.0,
-    digits=2,
-    mean_header="score",
-    delta_header="Δ vs people",
-    n_resamples=audit_vs.n_resamples,
-)
-shown_vs.rename(index={**DIMENSION_NAMES, **SOURCE_NAMES})
+if AUDIT:
+    means = audit_means.reset_index().rename(columns={"mean": "accuracy"})
+    means["source"] = means["source"].map(SOURCE_NAMES)
+    means["dimension"] = means["dimension"].map(DIMENSION_NAMES)
+    display(
+        ci_table(
+            means,
+            rows="source",
+            columns="dimension",
+            row_order=[SOURCE_NAMES[s] for s in AUDIT_SHOWN],
+            column_order=list(DIMENSION_NAMES.values()),
+            scale=1.0,
+            digits=2,
+        )
+    )
+else:
+    display(NO_AUDIT)
+
+# %% mystnb={"figure": {"caption": "The blind audit: mean score (0 to 1) per dimension and source, with 95% bootstrap intervals over the items. The judges (AI, not people) labelled each explanation without knowing its source."}} tags=["hide-input"]
+if AUDIT:
+    # bars in the table's order of sources (people first), each source in its chapter-wide colour
+    order = {SOURCE_NAMES[s]: k for k, s in enumerate(AUDIT_SHOWN)}
+    bars = means.rename(columns={"accuracy": "score"}).sort_values(
+        "source", key=lambda c: c.map(order), kind="stable"
+    )
+    ax = plot_grouped_bars(bars, "dimension", "source", "score", error=("ci_low", "ci_high"))
+    ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_ylabel("mean score (0 to 1)")
+    ax.set_ylim(0, 1.05)
+    plt.show()
 
 # %% [markdown]
-# How far the two judges agree, per dimension: the share of rows both gave the same label, and Cohen's kappa (agreement beyond what their label shares give by chance; 1 is perfect, 0 chance). Where they disagree, the tables above average them. Two instances of one model share that model's reading of the rubric, so their agreement is likely higher than two people's would be: it shows that the labels are stable, not that they are right.
+# Each source against people, per dimension: paired over the items (resampled within their majority rating), Holm over the other sources within each dimension; MDE beside a difference that is not significant. With this few items only large differences can be told apart (the MDE column says how large).
 
 # %% tags=["hide-input"]
-audit_agree.rename(index=DIMENSION_NAMES).rename(
-    columns={"same": "same label", "kappa": "Cohen's kappa"}
-).map(lambda v: f"{v:.2f}")
+if AUDIT:
+    print(audit_vs.signature())
+    shown_vs = comparison_table(
+        audit_vs.table.reindex([(d, s) for d in DIMENSIONS for s in AUDIT_SHOWN if s != "people"]),
+        names=["dimension", "source"],
+        scale=1.0,
+        digits=2,
+        mean_header="score",
+        delta_header="Δ vs people",
+        n_resamples=audit_vs.n_resamples,
+    )
+    display(shown_vs.rename(index={**DIMENSION_NAMES, **SOURCE_NAMES}))
+else:
+    display(NO_AUDIT)
+
+# %% [markdown]
+# How far the first two judges agree, per dimension: the share of rows both gave the same label, and Cohen's kappa (agreement beyond what their label shares give by chance; 1 is perfect, 0 chance). Where they disagree, the tables above average them. Two instances of one model share that model's reading of the rubric, so their agreement is likely higher than two people's would be: it shows that the labels are stable, not that they are right.
+
+# %% tags=["hide-input"]
+if AUDIT and audit_agree is not None:
+    display(
+        audit_agree.rename(index=DIMENSION_NAMES)
+        .rename(columns={"same": "same label", "kappa": "Cohen's kappa"})
+        .map(lambda v: f"{v:.2f}")
+    )
+else:
+    display(Markdown("Fewer than two judges' labels in this results folder: no agreement to measure."))
 
 
 # %% [markdown]

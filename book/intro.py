@@ -53,6 +53,7 @@ from fqa_analysis.core.reranking import (
 )
 from fqa_analysis.core.results import (
     dirty_commits,
+    has_audit,
     load_audit,
     load_candidates,
     load_manifest,
@@ -347,8 +348,12 @@ sim = compare(
     strata=["domain"],
 ).table.loc["generator"]
 gen = expl[expl["explainer"] == "generator"]
-# the blind audit's mean scores (results/explanation_audit; its chapter gives the intervals and tests)
-audit = source_means(audit_outcomes(*load_audit(RESULTS)))
+# the blind audit's mean scores (results/explanation_audit; its chapter gives the intervals and tests), where
+# this results folder holds one
+audit = source_means(audit_outcomes(*load_audit(RESULTS))) if has_audit(RESULTS) else None
+audit_items = (
+    load_audit(RESULTS)[0][["domain", "item_id"]].drop_duplicates().shape[0] if audit is not None else 0
+)
 # consistency alone flatters stock sentences: the line says how varied each is, within each rating (over all
 # ratings, the generator's mix, with more Bad, would widen the gap)
 gen_tops, human_tops = (
@@ -372,12 +377,17 @@ answers.append(
     f"{human_tops[r_top]['opening_share']:.0%}). "
     f"The generator's embedding similarity to the annotators' explanations is {sim['mean']:.3f}, the retrieval "
     f"explainer's {sim['baseline_mean']:.3f} ({ci(sim, 1.0, 3, '')}). "
-    "Read blind by two judges (40 items; two instances of an AI language model, not people), closer words are "
-    "not better explanations: on a 0-to-1 scale the generator's are fluent "
-    f"{audit.loc['generator', 'fluent']:.2f} and accurate about the question and answer "
-    f"{audit.loc['generator', 'accurate']:.2f}, people's {audit.loc['people', 'fluent']:.2f} and "
-    f"{audit.loc['people', 'accurate']:.2f}, the retrieval explainer's {audit.loc['retrieval_same_rating', 'fluent']:.2f} "
-    f"and {audit.loc['retrieval_same_rating', 'accurate']:.2f}. See {{doc}}`explanations`."
+    + (
+        f"Read blind by AI judges (not people; {audit_items} items), closer words are not better explanations: "
+        "on a 0-to-1 scale the generator's are fluent "
+        f"{audit.loc['generator', 'fluent']:.2f} and accurate about the question and answer "
+        f"{audit.loc['generator', 'accurate']:.2f}, people's {audit.loc['people', 'fluent']:.2f} and "
+        f"{audit.loc['people', 'accurate']:.2f}, the retrieval explainer's "
+        f"{audit.loc['retrieval_same_rating', 'fluent']:.2f} and {audit.loc['retrieval_same_rating', 'accurate']:.2f}. "
+        if audit is not None
+        else ""
+    )
+    + "See {doc}`explanations`."
 )
 # explain-then-rate is compared with the rate-only reranker of its own starting point (as its chapter)
 EXPLAIN_RATE = MANIFEST_STAGES.get("explain_rate")

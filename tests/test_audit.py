@@ -19,7 +19,7 @@ from fqa_analysis.core.audit import (
     sheet_markdown,
 )
 from fqa_analysis.core.ratings import LABELS
-from fqa_analysis.core.results import load_audit
+from fqa_analysis.core.results import audit_judges, has_audit, load_audit
 from fqa_analysis.data import FeedbackItem, Passage
 from fqa_analysis.errors import DataError
 
@@ -231,3 +231,21 @@ def test_kappa_and_agreement_by_hand() -> None:
     table = agreement(a, b)
     assert table.loc["fluent", "same"] == 1.0 and table.loc["fluent", "kappa"] == 1.0
     assert table.loc["supports", "same"] == 0.5 and table.loc["specific", "same"] == 0.5
+
+
+def test_has_audit_and_who_the_judges_are(tmp_path: Path) -> None:
+    assert not has_audit(tmp_path)  # a rerun's own results folder: no audit yet
+    text = f"{HEADER}\nr001,2,2,2,0\nr002,2,2,2,0\nr003,2,2,2,1\n"
+    results = _folder(tmp_path, {"a": text, "b": text})
+    assert has_audit(results)
+    who = results / "explanation_audit" / "judges.json"
+    with pytest.raises(DataError, match=r"judges.json, \(whole file\): no such file"):
+        audit_judges(results)
+    who.write_text('{"a": "a person"}')
+    with pytest.raises(DataError, match=r"judge\(s\) \['b'\]: labels without a description"):
+        audit_judges(results)
+    who.write_text('{"a": "a person", "b": ""}')
+    with pytest.raises(DataError, match="not an object of non-empty strings"):
+        audit_judges(results)
+    who.write_text('{"a": "a person", "b": "another person"}')
+    assert audit_judges(results) == {"a": "a person", "b": "another person"}

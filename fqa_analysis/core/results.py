@@ -24,10 +24,12 @@ __all__ = [
     "LATER_SETTINGS",
     "RECIPE_SETTINGS",
     "RERANK_RUN_FIELDS",
+    "audit_judges",
     "comparable_config",
     "complete_groups",
     "counted_seconds",
     "dirty_commits",
+    "has_audit",
     "lever_step_name",
     "load_audit",
     "load_candidates",
@@ -167,6 +169,40 @@ def _csv_records(path: Path, fix: str) -> list[dict[str, str]]:
                 "write it as UTF-8 CSV with a header row",
             )
         ) from None
+
+
+def audit_judges(results_dir: Path) -> dict[str, str]:
+    """Who each judge of the explanation audit is: ``explanation_audit/judges.json`` (name -> words).
+
+    Raises:
+        DataError: The file is missing, not a JSON object of strings, or does not describe a judge
+            whose labels are there (``judge_<name>.csv``).
+    """
+    folder = results_dir / "explanation_audit"
+    path = folder / "judges.json"
+    fix = 'write {"<name>": "who the judge is", ...} for every judge_<name>.csv'
+    if not path.is_file():
+        raise DataError(DataProblem(path, "(whole file)", "no such file", fix))
+    try:
+        who = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DataError(DataProblem(path, "(whole file)", f"not readable JSON ({err})", fix)) from None
+    if not isinstance(who, dict) or not all(isinstance(v, str) and v.strip() for v in who.values()):
+        raise DataError(DataProblem(path, "(whole file)", "not an object of non-empty strings", fix))
+    missing = [p.stem.removeprefix("judge_") for p in sorted(folder.glob("judge_*.csv"))]
+    missing = [name for name in missing if name not in who]
+    if missing:
+        raise DataError(DataProblem(path, f"judge(s) {missing}", "labels without a description", fix))
+    return {str(k): str(v) for k, v in who.items()}
+
+
+def has_audit(results_dir: Path) -> bool:
+    """Whether ``results_dir`` holds an explanation audit (its ``explanation_audit/key.csv``).
+
+    A results folder of one's own rerun has none until ``tools/audit_sheet.py`` draws one; the
+    chapters then say so instead of showing labels of other explanations.
+    """
+    return (results_dir / "explanation_audit" / "key.csv").is_file()
 
 
 def load_audit(results_dir: Path) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
