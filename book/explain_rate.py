@@ -216,6 +216,9 @@ if READY:
     distinct = explained.groupby(["reranker", "seed"])["explanation"].nunique().groupby("reranker").max()
     # the blind audit's mean scores (its intervals and tests: the explanations chapter)
     audit = source_means(audit_outcomes(*load_audit(RESULTS))) if has_audit(RESULTS) else None
+    audit_items = (
+        load_audit(RESULTS)[0][["domain", "item_id"]].drop_duplicates().shape[0] if audit is not None else 0
+    )
     share_bad = (explained["rating"] == "Bad").groupby(explained["reranker"]).mean()
     classifier = load_stage(RESULTS, "explain")["rating_classifier_heldout_accuracy_by_rating"]
 
@@ -354,8 +357,9 @@ if READY:
         + f". The classifier itself reads held-out human explanations right {classifier['overall']:.0%} of the time, "
         "so agreement measures the classifier as much as the model.",
         (
-            "Read blind by AI judges (not people; the audit of {doc}`explanations`, seed 0's explanations), our "
-            "form's explanations score, on a 0-to-1 scale, "
+            f"Read blind by AI judges (not people; the audit of {{doc}}`explanations`: {audit_items} items, each "
+            "majority rating weighing equally, seed 0's explanations), our form's explanations score, on a 0-to-1 "
+            "scale, "
             + ", ".join(
                 f"{name} {audit.loc['explain_then_rate', dim]:.2f} (people {audit.loc['people', dim]:.2f})"
                 for dim, name in (
@@ -366,7 +370,8 @@ if READY:
                 )
             )
             + (
-                ": they vary, but every mean score is below people's"
+                ": they are mostly distinct strings (the variety table below), yet every mean score is below "
+                "people's"
                 if (audit.loc["explain_then_rate"] < audit.loc["people"]).all()
                 else ""
             )

@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Explanations
 #
-# FeedbackQA's annotators explained every rating in a sentence or two ("Gives requirements and links in response."). A deployed system shows a rating and its explanation side by side, so an explanation must say what its rating says, about the question and answer at hand. This chapter measures four explainers trainable on two CPU cores against the annotators.
+# FeedbackQA's annotators explained every rating in a sentence or two ("Gives requirements and links in response."). A deployed system shows a rating and its explanation side by side, so an explanation must say what its rating says, about the question and answer at hand. This chapter measures four explainers trainable on two CPU cores against the annotators, with automatic measures on every feedback_test item and, on a small sample, a blind reading by two AI judges.
 
 # %% tags=["hide-input"]
 import textwrap
@@ -26,7 +26,14 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.core.audit import DIMENSIONS, RUBRIC, agreement, audit_outcomes, changed_rows
+from fqa_analysis.core.audit import (
+    DIMENSIONS,
+    RUBRIC,
+    agreement,
+    audit_outcomes,
+    changed_rows,
+    label_shares,
+)
 from fqa_analysis.core.compare import N_RESAMPLES, compare, estimate
 from fqa_analysis.core.levers import policy_misses
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
@@ -97,12 +104,13 @@ if AUDIT:
         + " / ".join(RATINGS)
     )
 AUDIT_KEYS = ["stratum", "domain", "item_id"]
+# as the chapter's other tables and figures name them (one annotator per item stands for the humans)
 SOURCE_NAMES = {
-    "people": "people",
     "template": "template",
     "retrieval_same_rating": "retrieval (same)",
     "generator": "generator",
     "explain_then_rate": "explain-then-rate",
+    "people": "humans",
 }
 DIMENSION_NAMES = {
     "fluent": "fluent",
@@ -271,46 +279,98 @@ if AUDIT:
             dict.fromkeys([stage["git_commit"], load_stage(RESULTS, "explain_rate")["git_commit"]])
         ),
     )
-    # how far the first two judges agree (one judge alone: nothing to agree on)
-    audit_agree = agreement(*list(judges.values())[:2]) if len(judges) >= 2 else None
+    # the generator against the retrieval explainer it beats on similarity: are closer words better explanations?
+    audit_gen = compare(
+        audited,
+        system="source",
+        pairs=[("generator", "retrieval_same_rating")],
+        within=["dimension"],
+        family="table",
+        describe="generator vs retrieval_same_rating, Holm over the dimensions",
+        value="score",
+        keys=AUDIT_KEYS,
+        strata=["stratum"],
+        seeds=None,
+        commit=stage["git_commit"],
+    )
+    # how far the first two judges agree (one judge alone: nothing to agree on); the template's fixed
+    # sentences are easy to agree on, so also without its rows
+    pair = list(judges.values())[:2]
+    audit_agree = agreement(*pair) if len(judges) >= 2 else None
+    if audit_agree is not None:
+        others = set(audit_key.loc[audit_key["source"] != "template", "row_id"])
+        audit_agree["kappa without template"] = agreement(*(j[j["row_id"].isin(others)] for j in pair))[
+            "kappa"
+        ]
+    # what a mean hides: the share of rows every judge gave the best label, and the share every judge gave 0
+    shares = {d: label_shares(audit_key, judges, d) for d in ("fluent", "accurate", "supports")}
+    # "supports its rating" on the ratings the consistency classifier reads reliably and on the others
+    by_stratum = (
+        audited[audited["dimension"] == "supports"]
+        .assign(group=lambda f: f["stratum"].map(lambda r: "reliable" if r in strong else "weak"))
+        .groupby(["group", "source"])["score"]
+        .mean()
+    )
 
     def audit_verdict(source):
         """Where a source's scores differ from people's (Holm p < 0.05), in words."""
         rows = audit_vs.table.xs(source, level="source")
         below = [DIMENSION_NAMES[d] for d, r in rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] < 0]
         above = [DIMENSION_NAMES[d] for d, r in rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] > 0]
-        parts = ([f"below on {', '.join(below)}"] if below else []) + (
-            [f"above on {', '.join(above)}"] if above else []
+        apart = [DIMENSION_NAMES[d] for d, r in rows.iterrows() if r["p_holm"] >= 0.05]
+
+        def listed(names):
+            """'a', 'a and b', 'a, b and c'."""
+            return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+        parts = (
+            ([f"below on {listed(below)}"] if below else [])
+            + ([f"above on {listed(above)}"] if above else [])
+            + ([f"not told apart on {listed(apart)}"] if apart else [])
         )
-        return f"{SOURCE_NAMES[source]} " + (
-            " and ".join(parts) if parts else "not told apart on any dimension"
-        )
+        return f"{SOURCE_NAMES[source]}: " + ", ".join(parts)
 
     audit_verdicts = {s: audit_verdict(s) for s in AUDIT_SHOWN if s != "people"}
     mean_of = audit_means["mean"]
+    vs_retrieval = audit_gen.table.xs("generator", level="source")
+
+    def vs_text(dim):
+        """The generator minus the retrieval explainer on one dimension, with its CI and Holm p."""
+        r = vs_retrieval.loc[dim]
+        return (
+            f"{signed_text(r['delta'], 2)} {interval(r['delta_ci_low'], r['delta_ci_high'], 2)}, Holm p "
+            + holm_p_text(r, 2, audit_gen.n_resamples)
+        )
+
+    fl, ac = shares["fluent"], shares["accurate"]
     AUDIT_PLAIN = (
-        f" Closer words are not better explanations: read blind by {len(judges)} judges (AI, not people; the "
-        f"audit section), the generator's explanations are fluent {mean_of[('fluent', 'generator')]:.2f} and "
-        f"accurate about the question and answer {mean_of[('accurate', 'generator')]:.2f} on a 0-to-1 scale, "
-        f"against people's {mean_of[('fluent', 'people')]:.2f} and {mean_of[('accurate', 'people')]:.2f}, and the "
-        f"retrieval explainer's are fluent ({mean_of[('fluent', 'retrieval_same_rating')]:.2f}) but about another "
-        f"pair (accurate {mean_of[('accurate', 'retrieval_same_rating')]:.2f})."
+        f" Closer words are not better explanations: read blind by {len(judges)} AI judges (not people; "
+        f"{len(audit_items)} items, each majority rating weighing equally; the audit section), "
+        f"{fl.loc['generator', 'top']:.0%} of the generator's explanations are fully fluent to every judge and "
+        f"{fl.loc['generator', 'zero']:.0%} incoherent to every judge (people's: {fl.loc['people', 'top']:.0%} and "
+        f"{fl.loc['people', 'zero']:.0%}); {ac.loc['generator', 'top']:.0%} are wholly accurate about the question "
+        f"and answer and {ac.loc['generator', 'zero']:.0%} make a claim every judge calls false (people's: "
+        f"{ac.loc['people', 'top']:.0%} and {ac.loc['people', 'zero']:.0%}). Against the retrieval explainer it "
+        f"beats on similarity, the generator's explanations are judged less fluent ({vs_text('fluent')}) and "
+        f"no more accurate ({vs_text('accurate')}; retrieval copies fluent text about another pair)."
     )
     AUDIT_FINDING = (
-        f"Read blind by {len(judges)} judges ({AUDIT_SIZE}; the judges are instances of an AI language model, "
-        "not people; the audit section): mean scores from 0 to 1, "
-        + "; ".join(
-            f"{DIMENSION_NAMES[d]}: "
-            + ", ".join(f"{SOURCE_NAMES[s]} {mean_of[(d, s)]:.2f}" for s in AUDIT_SHOWN)
-            for d in DIMENSIONS
-        )
-        + ". Against people (paired over the items, Holm over the other sources within each dimension): "
+        f"Read blind by {len(judges)} judges ({AUDIT_SIZE}; instances of an AI language model, not people; the "
+        "audit section, whose table gives every mean): each source against people (paired over the items, Holm "
+        "over the other sources within each dimension): "
         + "; ".join(audit_verdicts[s] for s in AUDIT_SHOWN if s != "people")
-        + "."
+        + ". The template ties people on accuracy because a stock sentence is true whenever its rating is right: "
+        "read accurate together with specific. Where the consistency classifier and the judges disagree (it puts "
+        "the generator above people on Excellent and Bad, the judges below on supporting its rating), the judges "
+        "read all four ratings equally: on the items rated "
+        + " or ".join(strong)
+        + f" they score the generator's support {by_stratum[('reliable', 'generator')]:.2f} (people "
+        f"{by_stratum[('reliable', 'people')]:.2f}), on the others {by_stratum[('weak', 'generator')]:.2f} (people "
+        f"{by_stratum[('weak', 'people')]:.2f})."
         + (
             f" The judges gave the same label {audit_agree['same'].min():.0%} to {audit_agree['same'].max():.0%} "
-            f"of the time per dimension (Cohen's kappa {audit_agree['kappa'].min():.2f} to "
-            f"{audit_agree['kappa'].max():.2f})."
+            f"of the time per dimension (unweighted Cohen's kappa {audit_agree['kappa'].min():.2f} to "
+            f"{audit_agree['kappa'].max():.2f}; two instances of one model)."
             if audit_agree is not None
             else ""
         )
@@ -700,13 +760,13 @@ display(
         f"{individual_share:.0%} of the annotators' individual ratings. The held-out levers table below "
         "has one row per distinct (pair, rating) among the held-out annotators' ratings (a pair three annotators "
         "rated Bad is one row), on other questions: "
-        f"the same decoding's top-opening share there is {held_share:.1%} (here "
+        f"the same decoding's top-opening share there is {held_share:.1%} (on feedback_test "
         f"{gen_open['opening_share']:.1%})."
     )
 )
 variety_table(rows)
 
-# %% mystnb={"figure": {"caption": "Variety within each rating: left, the share of an explainer's explanations of that rating (majority rating; people: their own ratings) that open with its most common four words for that rating; right, the share of distinct explanations over all ratings. Within a rating, so that an explainer of the majority ratings (more of them Bad) is not compared with people's own mix of ratings. The template writes one sentence per rating: 100% everywhere on the left."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "Variety within each rating: left, the share of an explainer's explanations of that rating (majority rating; people: their own ratings) that open with its most common four words for that rating; right, the share of distinct explanations over all ratings (the template's 0.2% is too short a bar to see). Within a rating, so that an explainer of the majority ratings (more of them Bad) is not compared with people's own mix of ratings. The template writes one sentence per rating: 100% everywhere on the left."}} tags=["hide-input"]
 # per rating, so the mix of ratings (majority vs people's own) does not shape the comparison
 within = pd.DataFrame(
     [
@@ -724,6 +784,9 @@ within = pd.DataFrame(
 )
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [3, 2]})
 plot_grouped_bars(within, "rating", "explainer", "share", ax=axes[0], legend=False)
+# one legend above both panels (the right panel names its bars on its own axis)
+handles, labels = axes[0].get_legend_handles_labels()
+fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False, bbox_to_anchor=(0.38, 1.06))
 axes[0].set_ylim(0, 1.05)
 axes[0].set_ylabel("share opening with the top 4 words")
 names = list(varied.index)
@@ -771,7 +834,7 @@ per_rating
 # %% [markdown]
 # ## Read by two judges: a blind audit
 #
-# The measures above cannot tell a fluent, true explanation from a string of the right words, and the paper judged its explanations with people. A small blind reading stands in for that (`fqa_analysis.core.audit`, `tools/audit_sheet.py`; sheet, key, labels and who the judges are in `results/explanation_audit/`). **The sample**: feedback_test items drawn with a seed, the same number for each majority rating (so the rarer middle ratings are read too), and for each item one explanation from each of five sources: **people** (one of the item's three annotators, drawn with the seed, with that annotator's own rating), the **template**, the rating-filtered **retrieval** explainer and the **generator** (each explaining the majority rating), and the **explain-then-rate** model of the next chapter (our form, seed 0, explaining the rating it then gives). The explanations were shuffled behind row ids, shown lower-cased with their white space collapsed (the generators write lower case only) and each under its question and answer with the rating it comes with; no source was named. Each judge labelled every row by the rubric below, without the key. **The judges are not people** (who they are is printed below): read this as an audit of what the automatic measures miss, with few items behind each mean, not as the paper's user study.
+# The measures above cannot tell a fluent, true explanation from a string of the right words, and the paper judged its explanations with people. A small blind reading stands in for that (`fqa_analysis.core.audit`, `tools/audit_sheet.py`; sheet, key, labels and who the judges are in `results/explanation_audit/`). **The sample**: feedback_test items drawn with a seed, the same number for each majority rating (so the rarer middle ratings are read too), and for each item one explanation from each of five sources: **people** (one of the item's three annotators, drawn with the seed, with that annotator's own rating), the **template**, the rating-filtered **retrieval** explainer and the **generator** (each explaining the majority rating), and the **explain-then-rate** model of the next chapter (our form, seed 0, explaining the rating it then gives). The explanations were shuffled behind row ids, shown lower-cased with their white space collapsed (the generators write lower case only) and each under its question and answer with the rating it comes with; no source was named. Each judge labelled every row by the rubric below, without the key; the rubric, the sample and the sheet were committed before any label was written (the history of `results/explanation_audit/`). Blind to the key is not blind to style: the template's sentence recurs for every item of a rating, the generators leave artefacts ("covid - 19"), and the annotator's row may carry a rating the other rows of its item do not. The retrieval explainer that ignores the rating (`retrieval_any_rating`) is left out, to keep the sheet to five explanations per item. **The judges are not people** (who they are is printed below): read this as an audit of what the automatic measures miss, with few items behind each mean, not as the paper's user study.
 
 # %% tags=["hide-input"]
 if AUDIT:
@@ -792,7 +855,7 @@ else:
     display(NO_AUDIT)
 
 # %% [markdown]
-# Mean score per source and dimension (each label divided by its dimension's highest, then averaged over the judges: 0 to 1, higher is better), with a 95% percentile bootstrap interval over the items (resampled within their majority rating):
+# Mean score per source and dimension (each label divided by its dimension's highest, then averaged over the judges: 0 to 1, higher is better; every majority rating has the same number of items, so each weighs equally, while half of feedback_test's items are Bad), with a 95% percentile bootstrap interval over the items (resampled within their majority rating; an interval of zero width means every item got the same score):
 
 # %% tags=["hide-input"]
 if AUDIT:
@@ -810,12 +873,35 @@ if AUDIT:
             digits=2,
         )
     )
+    say(
+        "What a mean hides: the share of each source's explanations that every judge gave the best label (2), "
+        "and the share every judge gave 0, for three dimensions:"
+    )
+    display(
+        pd.concat({DIMENSION_NAMES[d]: f for d, f in shares.items()}, axis=1)
+        .rename(index=SOURCE_NAMES, columns={"top": "best", "zero": "0"})
+        .reindex([SOURCE_NAMES[s] for s in AUDIT_SHOWN])
+        .map(lambda v: f"{v:.0%}")
+        .rename_axis("source")
+    )
+    say(
+        "'supports its rating' per majority rating (the consistency classifier reads people's Excellent and Bad "
+        "explanations reliably, the middle two hardly):"
+    )
+    display(
+        audited[audited["dimension"] == "supports"]
+        .pivot_table(index="source", columns="stratum", values="score", aggfunc="mean")
+        .reindex(index=AUDIT_SHOWN, columns=RATINGS)
+        .rename(index=SOURCE_NAMES)
+        .map(lambda v: f"{v:.2f}")
+        .rename_axis(index="source", columns="majority rating")
+    )
 else:
     display(NO_AUDIT)
 
-# %% mystnb={"figure": {"caption": "The blind audit: mean score (0 to 1) per dimension and source, with 95% bootstrap intervals over the items. The judges (AI, not people) labelled each explanation without knowing its source."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "The blind audit: mean score (0 to 1) per dimension and source, with 95% bootstrap intervals over the items; humans are one annotator per item. The judges (AI, not people) labelled each explanation without the key. A missing bar is a score of 0 (the template and explain-then-rate on specific)."}} tags=["hide-input"]
 if AUDIT:
-    # bars in the table's order of sources (people first), each source in its chapter-wide colour
+    # bars in the table's order of sources (humans last, as in the consistency figure), each in its chapter-wide colour
     order = {SOURCE_NAMES[s]: k for k, s in enumerate(AUDIT_SHOWN)}
     bars = means.rename(columns={"accuracy": "score"}).sort_values(
         "source", key=lambda c: c.map(order), kind="stable"
@@ -827,7 +913,7 @@ if AUDIT:
     plt.show()
 
 # %% [markdown]
-# Each source against people, per dimension: paired over the items (resampled within their majority rating), Holm over the other sources within each dimension; MDE beside a difference that is not significant. With this few items only large differences can be told apart (the MDE column says how large).
+# Each source against people (humans), per dimension: paired over the items (resampled within their majority rating), Holm over the other sources within each dimension. As in the tables above: the CI of Δ is not adjusted; the MDE (beside a difference that is not significant) is the smallest difference this test would find 80% of the time; W / T / L counts the items where the source scores above, level with and below the annotator; a Holm p written `≤ p` is at the bootstrap's floor (no resample was as extreme), a bound. With this few items only large differences can be told apart.
 
 # %% tags=["hide-input"]
 if AUDIT:
@@ -846,13 +932,19 @@ else:
     display(NO_AUDIT)
 
 # %% [markdown]
-# How far the first two judges agree, per dimension: the share of rows both gave the same label, and Cohen's kappa (agreement beyond what their label shares give by chance; 1 is perfect, 0 chance). Where they disagree, the tables above average them. Two instances of one model share that model's reading of the rubric, so their agreement is likely higher than two people's would be: it shows that the labels are stable, not that they are right.
+# How far the two judges agree (the first two, where a results folder holds more), per dimension: the share of rows both gave the same label, and unweighted Cohen's kappa (agreement beyond what their label shares give by chance; 1 is perfect, 0 chance), also without the template's rows, whose fixed sentences are easy to agree on. Where they disagree, the tables above average them. Two instances of one model share that model's reading of the rubric, so their agreement is likely higher than two people's would be: it shows that the labels are stable, not that they are right.
 
 # %% tags=["hide-input"]
 if AUDIT and audit_agree is not None:
     display(
         audit_agree.rename(index=DIMENSION_NAMES)
-        .rename(columns={"same": "same label", "kappa": "Cohen's kappa"})
+        .rename(
+            columns={
+                "same": "same label",
+                "kappa": "Cohen's kappa",
+                "kappa without template": "kappa, no template",
+            }
+        )
         .map(lambda v: f"{v:.2f}")
     )
 else:
@@ -944,6 +1036,16 @@ say(
     "its margins over the rule's bars, closest first: "
     + "; ".join(f"{name} {value:.3f} vs {bar:.3f} ({signed_text(m, 3)})" for m, name, value, bar in margins)
 )
+# the other policies that meet every bar: what the rule would adopt if the closest margin went the other way
+qualifying = [
+    (row["opening_share"], row["lever"])
+    for row, miss in zip(levers.to_dict("records"), policy_misses(levers, classifier), strict=True)
+    if miss == [] and row["lever"] != chosen.name
+]
+say(
+    "other policies that meet every bar (top opening): "
+    + ("; ".join(f"{lever} ({share:.1%})" for share, lever in sorted(qualifying)) or "none")
+)
 lever_table
 
 # %% [markdown]
@@ -1021,9 +1123,9 @@ if "Excellent" in shares.columns and {"gold answer", "other answer"} <= set(shar
             f"{shares.loc['gold answer', 'Excellent']:.0%}). An answer that is not the gold passage may still "
             "answer the question, but the rating is the only judgment an explainer receives: each one explains "
             "the rating it is given and never questions it, so every answer rated Excellent comes with an "
-            "explanation of an Excellent rating. The explanations are only as right as the rating. This chapter "
-            "does not measure whether an explanation is fluent or says what the passage says (grounding counts "
-            "shared words only); the generator's examples above are the reader's check."
+            "explanation of an Excellent rating. The explanations are only as right as the rating. Whether an "
+            "explanation is fluent and says what the passage says is measured only by the small AI-judged audit "
+            "(*Read by two judges*), on feedback_test items rather than on these answers."
         )
     )
 shares.reindex(columns=used).round(3)

@@ -378,7 +378,8 @@ answers.append(
     f"The generator's embedding similarity to the annotators' explanations is {sim['mean']:.3f}, the retrieval "
     f"explainer's {sim['baseline_mean']:.3f} ({ci(sim, 1.0, 3, '')}). "
     + (
-        f"Read blind by AI judges (not people; {audit_items} items), closer words are not better explanations: "
+        f"Read blind by AI judges (not people; {audit_items} items, each majority rating weighing equally), "
+        "closer words are not better explanations: "
         "on a 0-to-1 scale the generator's are fluent "
         f"{audit.loc['generator', 'fluent']:.2f} and accurate about the question and answer "
         f"{audit.loc['generator', 'accurate']:.2f}, people's {audit.loc['people', 'fluent']:.2f} and "
@@ -529,7 +530,8 @@ display(Markdown("\n".join(f"- {a}" for a in answers)))
 # - {doc}`ablation_loss`: KL to the annotator distribution or cross-entropy: rating quality,
 #   calibration and QA accuracy, on items where annotators agree and where they disagree.
 # - {doc}`explanations`: generated explanations of a rating against the annotators' own (the
-#   annotators as reference): consistency with the rating, similarity, variety and grounding.
+#   annotators as reference): consistency with the rating, similarity, variety and grounding, and a blind
+#   reading of a small sample by AI judges (fluent, supports its rating, accurate, specific).
 # - {doc}`explain_rate`: the paper's explain-then-rate reranker, in the paper's form and ours, against the
 #   rate-only one: QA accuracy, rating quality, and whether its explanations agree with its ratings.
 # - {doc}`beyond_scoring`: beyond the paper, part I: calibration of P_theta and P(Excellent) and what

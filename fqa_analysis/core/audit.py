@@ -46,6 +46,7 @@ __all__ = [
     "changed_rows",
     "cohen_kappa",
     "judgement_frame",
+    "label_shares",
     "sheet_markdown",
     "source_means",
 ]
@@ -382,6 +383,37 @@ def source_means(outcomes: pd.DataFrame) -> pd.DataFrame:
     table = outcomes.pivot_table(index="source", columns="dimension", values="score", aggfunc="mean")
     rows = [s for s in SOURCES if s in table.index]
     return table.reindex(index=rows, columns=[d for d in DIMENSIONS if d in table.columns])
+
+
+def label_shares(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame], dimension: str) -> pd.DataFrame:
+    """Per source, the share of its rows every judge gave the highest label, and the share every judge gave 0.
+
+    What a mean score hides: 0.5 can be every row half-fluent or half the rows fluent and half
+    incoherent.
+
+    Returns:
+        Indexed by ``source`` (:data:`SOURCES` order): ``top`` and ``zero``.
+
+    Example:
+        >>> key = pd.DataFrame({"row_id": ["r1", "r2", "r3"], "source": ["people", "people", "generator"]})
+        >>> a = pd.DataFrame({"row_id": ["r1", "r2", "r3"], "fluent": [2, 2, 0]})
+        >>> b = pd.DataFrame({"row_id": ["r1", "r2", "r3"], "fluent": [2, 1, 0]})
+        >>> label_shares(key, {"a": a, "b": b}, "fluent").to_dict("index")
+        {'people': {'top': 0.5, 'zero': 0.0}, 'generator': {'top': 0.0, 'zero': 1.0}}
+    """
+    top = max(DIMENSIONS[dimension])
+    labels = np.array(
+        [j.set_index("row_id").loc[key["row_id"], dimension].to_numpy() for j in judgements.values()]
+    )
+    frame = pd.DataFrame(
+        {
+            "source": key["source"].to_numpy(),
+            "top": (labels == top).all(axis=0),
+            "zero": (labels == 0).all(axis=0),
+        }
+    )
+    shares = frame.groupby("source")[["top", "zero"]].mean()
+    return shares.reindex([s for s in SOURCES if s in shares.index])
 
 
 def cohen_kappa(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) -> float:
