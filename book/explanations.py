@@ -913,6 +913,25 @@ if AUDIT:
     plt.show()
 
 # %% [markdown]
+# Two audited items drawn with a seed, as the judges saw them (the question; each explanation with its rating) and as they labelled them: fluent / supports / accurate / specific per judge, and a judge's note where one was written.
+
+# %% tags=["hide-input"]
+if AUDIT:
+    shown_items = audit_items.sample(2, random_state=0)
+    for item in shown_items.itertuples():
+        rows_of = audit_key[(audit_key["domain"] == item.domain) & (audit_key["item_id"] == item.item_id)]
+        say(f"[{item.stratum}] {item.domain} item {item.item_id}: {PAIRS[(item.domain, item.item_id)][0]}")
+        for row in rows_of.set_index("source").reindex(AUDIT_SHOWN).itertuples():
+            show(f"{SOURCE_NAMES[row.Index]} (rated {row.rating})", row.explanation)
+            for name, labels in judges.items():
+                got = labels.set_index("row_id").loc[row.row_id]
+                note = f' ("{got["note"]}")' if got["note"] else ""
+                print(f"      judge {name}: " + " / ".join(str(got[d]) for d in DIMENSIONS) + note)
+        print()
+else:
+    display(NO_AUDIT)
+
+# %% [markdown]
 # Each source against people (humans), per dimension: paired over the items (resampled within their majority rating), Holm over the other sources within each dimension. As in the tables above: the CI of Δ is not adjusted; the MDE (beside a difference that is not significant) is the smallest difference this test would find 80% of the time; W / T / L counts the items where the source scores above, level with and below the annotator; a Holm p written `≤ p` is at the bootstrap's floor (no resample was as extreme), a bound. With this few items only large differences can be told apart.
 
 # %% tags=["hide-input"]

@@ -155,7 +155,8 @@ def test_load_audit_takes_every_row_once_in_the_keys_order(tmp_path: Path) -> No
     assert list(judges) == ["a", "b"] and key["item_id"].tolist() == [0, 1, 2]
     frame = judges["a"]
     assert frame["row_id"].tolist() == _key()  # the key's order, not the file's
-    assert list(frame.set_index("row_id").loc["r002"]) == [1, 2, 0, 1]
+    assert list(frame.set_index("row_id").loc["r002"]) == [1, 2, 0, 1, "false, names a visa"]
+    assert frame.set_index("row_id").loc["r001", "note"] == ""
 
 
 @pytest.mark.parametrize(
@@ -196,7 +197,7 @@ def test_judgement_frame_reads_records_without_a_file() -> None:
     records = [{"row_id": "r1", "fluent": "2", "supports": "1", "accurate": "0", "specific": "1"}]
     frame = judgement_frame(records, Path("j.csv"), ["r1"])
     assert frame.to_dict("records") == [
-        {"row_id": "r1", "fluent": 2, "supports": 1, "accurate": 0, "specific": 1}
+        {"row_id": "r1", "fluent": 2, "supports": 1, "accurate": 0, "specific": 1, "note": ""}
     ]
 
 

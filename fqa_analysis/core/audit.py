@@ -280,7 +280,8 @@ def judgement_frame(records: Sequence[Mapping[str, str]], path: Path, row_ids: S
         row_ids: Every row id of the key; the file must label each exactly once.
 
     Returns:
-        One row per row id (in the key's order): ``row_id`` and the dimensions as ints.
+        One row per row id (in the key's order): ``row_id``, the dimensions as ints and ``note``
+        (the judge's optional words, empty where the file has none).
 
     Raises:
         DataError: A missing column, an unknown, duplicated or missing row id, or a label outside
@@ -331,7 +332,8 @@ def judgement_frame(records: Sequence[Mapping[str, str]], path: Path, row_ids: S
         )
     if problems:
         raise DataError(problems)
-    return pd.DataFrame([{"row_id": r, **labels[r]} for r in row_ids])
+    notes = {(r.get("row_id") or "").strip(): (r.get("note") or "").strip() for r in records}
+    return pd.DataFrame([{"row_id": r, **labels[r], "note": notes.get(r, "")} for r in row_ids])
 
 
 def audit_outcomes(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
