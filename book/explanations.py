@@ -264,34 +264,32 @@ if AUDIT:
     audit_means = estimate(
         audited, ["dimension", "source"], value="score", keys=AUDIT_KEYS, strata=["stratum"], seeds=None
     ).set_index(["dimension", "source"])
-    audit_vs = compare(
-        audited,
-        system="source",
-        baseline="people",
-        within=["dimension"],
-        family="within",
-        describe="each source vs people, Holm within each dimension",
-        value="score",
-        keys=AUDIT_KEYS,
-        strata=["stratum"],
-        seeds=None,
-        commit=",".join(
-            dict.fromkeys([stage["git_commit"], load_stage(RESULTS, "explain_rate")["git_commit"]])
-        ),
+    AUDIT_COMMITS = ",".join(
+        dict.fromkeys([stage["git_commit"], load_stage(RESULTS, "explain_rate")["git_commit"]])
+    )
+
+    def audit_compare(**family):
+        """A comparison of the audit's sources, paired over its items (resampled within majority rating)."""
+        return compare(
+            audited,
+            system="source",
+            within=["dimension"],
+            value="score",
+            keys=AUDIT_KEYS,
+            strata=["stratum"],
+            seeds=None,
+            commit=AUDIT_COMMITS,
+            **family,
+        )
+
+    audit_vs = audit_compare(
+        baseline="people", family="within", describe="each source vs people, Holm within each dimension"
     )
     # the generator against the retrieval explainer it beats on similarity: are closer words better explanations?
-    audit_gen = compare(
-        audited,
-        system="source",
+    audit_gen = audit_compare(
         pairs=[("generator", "retrieval_same_rating")],
-        within=["dimension"],
         family="table",
         describe="generator vs retrieval_same_rating, Holm over the dimensions",
-        value="score",
-        keys=AUDIT_KEYS,
-        strata=["stratum"],
-        seeds=None,
-        commit=stage["git_commit"],
     )
     # how far the first two judges agree (one judge alone: nothing to agree on); the template's fixed
     # sentences are easy to agree on, so also without its rows
