@@ -35,7 +35,7 @@ from fqa_analysis.core.audit import (
     label_shares,
 )
 from fqa_analysis.core.compare import N_RESAMPLES, compare, estimate
-from fqa_analysis.core.levers import policy_misses
+from fqa_analysis.core.levers import policy_misses, rule_bars
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, system_color
 from fqa_analysis.core.ratings import LABELS
 from fqa_analysis.core.report import (
@@ -1043,12 +1043,12 @@ say(
     + (" (adopted by the rule above)" if USED == "adopted" else " (the configured decoding)")
 )
 # how close the decoding used came to each bar of the rule (the table rounds consistency to two decimals)
-bars = {f"consistent_{r}": (f"{r} consistency", classifier[r]) for r in RATINGS}
-if "reference: retrieval_same_rating" in reference.index:
-    bars["embedding_sim"] = ("similarity", reference.loc["reference: retrieval_same_rating", "embedding_sim"])
-if "reference: template" in reference.index:
-    bars["rouge_l"] = ("ROUGE-L", reference.loc["reference: template", "rouge_l"])
-margins = sorted((chosen[c] - bar, name, chosen[c], bar) for c, (name, bar) in bars.items())
+BAR_WORDS = {
+    **{f"consistent_{r}": f"{r} consistency" for r in RATINGS},
+    "embedding_sim": "similarity",
+    "rouge_l": "ROUGE-L",
+}
+margins = sorted((chosen[c] - bar, BAR_WORDS[c], chosen[c], bar) for c, bar in rule_bars(levers, classifier))
 say(
     "its margins over the rule's bars, closest first: "
     + "; ".join(f"{name} {value:.3f} vs {bar:.3f} ({signed_text(m, 3)})" for m, name, value, bar in margins)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-__all__ = ["REFERENCE_BARS", "policy_misses"]
+__all__ = ["REFERENCE_BARS", "policy_misses", "rule_bars"]
 
 #: The reference rows whose value a policy must reach, and on which column (the issue's bars).
 REFERENCE_BARS: tuple[tuple[str, str], ...] = (
@@ -40,6 +40,30 @@ def policy_misses(levers: pd.DataFrame, human_consistency: Mapping[str, float]) 
         [[], ['consistent_Bad', 'rouge_l'], None]
     """
     policy = levers["policy"].fillna("").astype(str).to_numpy() if "policy" in levers else np.array([])
+    bars = rule_bars(levers, human_consistency)
+    misses: list[list[str] | None] = []
+    for at in range(len(levers)):
+        if not len(policy) or not policy[at]:
+            misses.append(None)
+            continue
+        # a NaN value (e.g. a rating without held-out rows) does not block: `<` is False for NaN
+        misses.append([column for column, bar in bars if float(levers[column].iloc[at]) < bar])
+    return misses
+
+
+def rule_bars(levers: pd.DataFrame, human_consistency: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The adoption rule's bars on a levers table: ``(column, value a policy must reach)``.
+
+    Per rating with a ``consistent_<rating>`` column, the humans' consistency (a NaN does not make
+    a bar); then each :data:`REFERENCE_BARS` column at its ``reference: <name>`` row, where present.
+    :func:`policy_misses` checks rows against them; the chapter prints a row's margins over them.
+
+    Example:
+        >>> levers = pd.DataFrame({"lever": ["a", "reference: template"], "consistent_Bad": [0.9, 1.0],
+        ...     "embedding_sim": [0.5, 0.3], "rouge_l": [0.3, 0.2]})
+        >>> rule_bars(levers, {"Bad": 0.7, "overall": 0.6})
+        [('consistent_Bad', 0.7), ('rouge_l', 0.2)]
+    """
     bars: list[tuple[str, float]] = [
         (f"consistent_{rating}", float(human))
         for rating, human in human_consistency.items()
@@ -49,11 +73,4 @@ def policy_misses(levers: pd.DataFrame, human_consistency: Mapping[str, float]) 
         value = levers.loc[levers["lever"] == f"reference: {reference}", column].to_numpy(dtype=float)
         if len(value):
             bars.append((column, float(value[0])))
-    misses: list[list[str] | None] = []
-    for at in range(len(levers)):
-        if not len(policy) or not policy[at]:
-            misses.append(None)
-            continue
-        # a NaN value (e.g. a rating without held-out rows) does not block: `<` is False for NaN
-        misses.append([column for column, bar in bars if float(levers[column].iloc[at]) < bar])
-    return misses
+    return bars
