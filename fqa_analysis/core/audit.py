@@ -298,6 +298,7 @@ def judgement_frame(records: Sequence[Mapping[str, str]], path: Path, row_ids: S
         )
     known, seen, problems = set(row_ids), set(), []
     labels: dict[str, dict[str, int]] = {}
+    notes: dict[str, str] = {}
     for line, record in enumerate(records, start=2):  # line 1 is the header
         rid = (record["row_id"] or "").strip()
         where = f"line {line} (row_id {rid!r})"
@@ -310,6 +311,7 @@ def judgement_frame(records: Sequence[Mapping[str, str]], path: Path, row_ids: S
             problems.append(DataProblem(path, where, "row id labelled twice", "keep one line per row id"))
             continue
         seen.add(rid)
+        notes[rid] = (record.get("note") or "").strip()
         labels[rid] = {}
         for dim, allowed in DIMENSIONS.items():
             value = (record[dim] or "").strip()
@@ -332,8 +334,14 @@ def judgement_frame(records: Sequence[Mapping[str, str]], path: Path, row_ids: S
         )
     if problems:
         raise DataError(problems)
-    notes = {(r.get("row_id") or "").strip(): (r.get("note") or "").strip() for r in records}
-    return pd.DataFrame([{"row_id": r, **labels[r], "note": notes.get(r, "")} for r in row_ids])
+    return pd.DataFrame([{"row_id": r, **labels[r], "note": notes[r]} for r in row_ids])
+
+
+def _aligned_labels(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame], dimension: str) -> np.ndarray:
+    """``(judges, rows)``: each judge's labels of one dimension, in the key's row order."""
+    return np.array(
+        [j.set_index("row_id").loc[key["row_id"], dimension].to_numpy(float) for j in judgements.values()]
+    )
 
 
 def audit_outcomes(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -362,10 +370,7 @@ def audit_outcomes(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame]) ->
         raise ValueError("audit_outcomes needs at least one judge's labels")
     frames = []
     for dim, allowed in DIMENSIONS.items():
-        labels = np.mean(
-            [j.set_index("row_id").loc[key["row_id"], dim].to_numpy(float) for j in judgements.values()],
-            axis=0,
-        )
+        labels = _aligned_labels(key, judgements, dim).mean(axis=0)
         frame = key[["source", "stratum", "domain", "item_id"]].copy()
         frame.insert(0, "dimension", dim)
         frame["score"] = labels / max(allowed)
@@ -404,9 +409,7 @@ def label_shares(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame], dime
         {'people': {'top': 0.5, 'zero': 0.0}, 'generator': {'top': 0.0, 'zero': 1.0}}
     """
     top = max(DIMENSIONS[dimension])
-    labels = np.array(
-        [j.set_index("row_id").loc[key["row_id"], dimension].to_numpy() for j in judgements.values()]
-    )
+    labels = _aligned_labels(key, judgements, dimension)
     frame = pd.DataFrame(
         {
             "source": key["source"].to_numpy(),
@@ -442,8 +445,8 @@ def agreement(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """Per dimension, how two judges' labels of the same rows agree.
 
     Returns:
-        Indexed by ``dimension``: ``same`` (share of rows with the same label), ``kappa``
-        and ``kappa`` (:func:`cohen_kappa`).
+        Indexed by ``dimension``: ``same`` (share of rows with the same label) and ``kappa``
+        (:func:`cohen_kappa`).
     """
     a, b = first.set_index("row_id"), second.set_index("row_id").loc[first["row_id"]]
     rows = {}

@@ -171,6 +171,11 @@ def _csv_records(path: Path, fix: str) -> list[dict[str, str]]:
         ) from None
 
 
+def _judge_files(folder: Path) -> dict[str, Path]:
+    """Every judge's labels in an audit folder: name -> ``judge_<name>.csv``, in name order."""
+    return {p.stem.removeprefix("judge_"): p for p in sorted(folder.glob("judge_*.csv"))}
+
+
 def audit_judges(results_dir: Path) -> dict[str, str]:
     """Who each judge of the explanation audit is: ``explanation_audit/judges.json`` (name -> words).
 
@@ -189,8 +194,7 @@ def audit_judges(results_dir: Path) -> dict[str, str]:
         raise DataError(DataProblem(path, "(whole file)", f"not readable JSON ({err})", fix)) from None
     if not isinstance(who, dict) or not all(isinstance(v, str) and v.strip() for v in who.values()):
         raise DataError(DataProblem(path, "(whole file)", "not an object of non-empty strings", fix))
-    missing = [p.stem.removeprefix("judge_") for p in sorted(folder.glob("judge_*.csv"))]
-    missing = [name for name in missing if name not in who]
+    missing = [name for name in _judge_files(folder) if name not in who]
     if missing:
         raise DataError(DataProblem(path, f"judge(s) {missing}", "labels without a description", fix))
     return {str(k): str(v) for k, v in who.items()}
@@ -232,7 +236,7 @@ def load_audit(results_dir: Path) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]
         )
     key = pd.DataFrame(records)
     key["item_id"] = key["item_id"].astype(int)
-    paths = sorted(folder.glob("judge_*.csv"))
+    paths = _judge_files(folder)
     if not paths:
         raise DataError(
             DataProblem(
@@ -244,8 +248,8 @@ def load_audit(results_dir: Path) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]
         )
     fix = "write the judge's labels as a UTF-8 CSV: row_id, fluent, supports, accurate, specific"
     judges = {
-        p.stem.removeprefix("judge_"): judgement_frame(_csv_records(p, fix), p, key["row_id"].tolist())
-        for p in paths
+        name: judgement_frame(_csv_records(path, fix), path, key["row_id"].tolist())
+        for name, path in paths.items()
     }
     return key, judges
 
