@@ -215,10 +215,9 @@ if READY:
     )
     distinct = explained.groupby(["reranker", "seed"])["explanation"].nunique().groupby("reranker").max()
     # the blind audit's mean scores (its intervals and tests: the explanations chapter)
-    audit = source_means(audit_outcomes(*load_audit(RESULTS))) if has_audit(RESULTS) else None
-    audit_items = (
-        load_audit(RESULTS)[0][["domain", "item_id"]].drop_duplicates().shape[0] if audit is not None else 0
-    )
+    audit_key, audit_judged = load_audit(RESULTS) if has_audit(RESULTS) else (None, {})
+    audit = source_means(audit_outcomes(audit_key, audit_judged)) if audit_key is not None else None
+    audit_items = len(audit_key.drop_duplicates(["domain", "item_id"])) if audit_key is not None else 0
     share_bad = (explained["rating"] == "Bad").groupby(explained["reranker"]).mean()
     classifier = load_stage(RESULTS, "explain")["rating_classifier_heldout_accuracy_by_rating"]
 

@@ -251,12 +251,16 @@ gap_above = [r for r in RATINGS if gap[r][1] > 0]
 gap_below = [r for r in RATINGS if gap[r][2] < 0]
 gap_apart = [r for r in RATINGS if r not in gap_above + gap_below]
 # within each rating, the most common opening (the mix of ratings aside): the generator's and people's
-tops = {
+# (computed once for every explainer and people: the variety figure and the per-rating openings table read it)
+rating_openings = {
     who: {r: variety(f.loc[f["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS) for r in RATINGS}
-    for who, f in (("generator", gen), ("humans", humans))
+    for who, f in [*((e, majority[majority["explainer"] == e]) for e in EXPLAINERS), ("humans", humans)]
 }
-ratio = {r: tops["generator"][r]["opening_share"] / tops["humans"][r]["opening_share"] for r in RATINGS}
-r_top = max(RATINGS, key=lambda r: tops["generator"][r]["opening_share"])
+ratio = {
+    r: rating_openings["generator"][r]["opening_share"] / rating_openings["humans"][r]["opening_share"]
+    for r in RATINGS
+}
+r_top = max(RATINGS, key=lambda r: rating_openings["generator"][r]["opening_share"])
 # the audit: each source's mean per dimension with its CI, and each source against people
 AUDIT_PLAIN, AUDIT_FINDING = "", ""
 if AUDIT:
@@ -301,7 +305,7 @@ if AUDIT:
             "kappa"
         ]
     # what a mean hides: the share of rows every judge gave the best label, and the share every judge gave 0
-    shares = {d: label_shares(audit_key, judges, d) for d in ("fluent", "accurate", "supports")}
+    audit_shares = {d: label_shares(audit_key, judges, d) for d in ("fluent", "accurate", "supports")}
     # "supports its rating" on the ratings the consistency classifier reads reliably and on the others
     by_stratum = (
         audited[audited["dimension"] == "supports"]
@@ -340,7 +344,7 @@ if AUDIT:
             + holm_p_text(r, 2, audit_gen.n_resamples)
         )
 
-    fl, ac = shares["fluent"], shares["accurate"]
+    fl, ac = audit_shares["fluent"], audit_shares["accurate"]
     AUDIT_PLAIN = (
         f" Closer words are not better explanations: read blind by {len(judges)} AI judges (not people; "
         f"{len(audit_items)} items, each majority rating weighing equally; the audit section), "
@@ -403,9 +407,9 @@ lines = [
     f"with each other ({humans['embedding_sim'].mean():.3f}), and it repeats itself: within each rating, its "
     f"most common {OPENING_WORDS}-word opening starts {min(ratio.values()):.1f} to {max(ratio.values()):.1f} "
     f"times the share of explanations that people's most common opening starts ({r_top}: "
-    f'"{readable_opening(tops["generator"][r_top]["opening"])}" {tops["generator"][r_top]["opening_share"]:.0%} '
-    f'against people\'s "{readable_opening(tops["humans"][r_top]["opening"])}" '
-    f"{tops['humans'][r_top]['opening_share']:.0%}; the per-rating openings table)." + AUDIT_PLAIN,
+    f'"{readable_opening(rating_openings["generator"][r_top]["opening"])}" {rating_openings["generator"][r_top]["opening_share"]:.0%} '
+    f'against people\'s "{readable_opening(rating_openings["humans"][r_top]["opening"])}" '
+    f"{rating_openings['humans'][r_top]['opening_share']:.0%}; the per-rating openings table)." + AUDIT_PLAIN,
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
     "rating), generator vs annotators: "
     + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATINGS)
@@ -771,11 +775,9 @@ within = pd.DataFrame(
         {
             "rating": r,
             "explainer": short.get(name, name),
-            "share": variety(frame.loc[frame["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)[
-                "opening_share"
-            ],
+            "share": rating_openings[name][r]["opening_share"],
         }
-        for name, frame in sources.items()
+        for name in sources
         if name != "retrieval_any_rating"  # it ignores the rating it explains
         for r in RATINGS
     ]
@@ -804,17 +806,9 @@ plt.show()
 
 # %% tags=["hide-input"]
 per_rating = {}
-for name, frame in (
-    ("generator", gen),
-    ("retrieval (same)", majority[majority["explainer"] == "retrieval_same_rating"]),
-    ("humans", humans),
-):
-    top_by_rating = {
-        r: variety(frame.loc[frame["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS)
-        for r in RATINGS
-    }
-    for r, v in top_by_rating.items():
-        per_rating[(r, name)] = {
+for name in ("generator", "retrieval_same_rating", "humans"):
+    for r, v in rating_openings[name].items():
+        per_rating[(r, short.get(name, name))] = {
             "most common opening": f'"{readable_opening(v["opening"])}"',
             "share of the rating's explanations": f"{v['opening_share']:.1%}",
         }
@@ -876,7 +870,7 @@ if AUDIT:
         "and the share every judge gave 0, for three dimensions:"
     )
     display(
-        pd.concat({DIMENSION_NAMES[d]: f for d, f in shares.items()}, axis=1)
+        pd.concat({DIMENSION_NAMES[d]: f for d, f in audit_shares.items()}, axis=1)
         .rename(index=SOURCE_NAMES, columns={"top": "best", "zero": "0"})
         .reindex([SOURCE_NAMES[s] for s in AUDIT_SHOWN])
         .map(lambda v: f"{v:.0%}")
@@ -901,10 +895,10 @@ else:
 if AUDIT:
     # bars in the table's order of sources (humans last, as in the consistency figure), each in its chapter-wide colour
     order = {SOURCE_NAMES[s]: k for k, s in enumerate(AUDIT_SHOWN)}
-    bars = means.rename(columns={"accuracy": "score"}).sort_values(
+    audit_bars = means.rename(columns={"accuracy": "score"}).sort_values(
         "source", key=lambda c: c.map(order), kind="stable"
     )
-    ax = plot_grouped_bars(bars, "dimension", "source", "score", error=("ci_low", "ci_high"))
+    ax = plot_grouped_bars(audit_bars, "dimension", "source", "score", error=("ci_low", "ci_high"))
     ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_ylabel("mean score (0 to 1)")
     ax.set_ylim(0, 1.05)

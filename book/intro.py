@@ -350,10 +350,9 @@ sim = compare(
 gen = expl[expl["explainer"] == "generator"]
 # the blind audit's mean scores (results/explanation_audit; its chapter gives the intervals and tests), where
 # this results folder holds one
-audit = source_means(audit_outcomes(*load_audit(RESULTS))) if has_audit(RESULTS) else None
-audit_items = (
-    load_audit(RESULTS)[0][["domain", "item_id"]].drop_duplicates().shape[0] if audit is not None else 0
-)
+audit_key, audit_judged = load_audit(RESULTS) if has_audit(RESULTS) else (None, {})
+audit = source_means(audit_outcomes(audit_key, audit_judged)) if audit_key is not None else None
+audit_items = len(audit_key.drop_duplicates(["domain", "item_id"])) if audit_key is not None else 0
 # consistency alone flatters stock sentences: the line says how varied each is, within each rating (over all
 # ratings, the generator's mix, with more Bad, would widen the gap)
 gen_tops, human_tops = (
