@@ -142,6 +142,19 @@ def test_generator_follows_the_rating_it_is_given(tmp_path: Path) -> None:
     assert [len(c) for c in sampled] == [4, 4] and sampled == wide.candidates_many(rows)  # seeded
     with pytest.raises(ValueError, match="need a CandidateChooser"):
         wide.explain_many(rows)  # choosing among candidates needs the chooser: before any decoding
+    # every row sampled and chosen: the greedy texts come back beside the choice, as greedy decoding
+    # writes them, and each choice is one of its row's candidates (the same seeded draws as above)
+    every = GeneratorExplainer(
+        explainer.model,
+        explainer.tokenizer,
+        DecodeConfig(candidates=3, top_p=1.0, max_new_tokens=8, sample_all=True),
+        CandidateChooser(train, encoder=_WordEncoder()),
+        bf16=False,
+    )
+    chosen, greedy = every.explain_and_greedy(rows)
+    assert greedy == [good, bad]
+    assert [c in s for c, s in zip(chosen, sampled, strict=True)] == [True, True]
+    assert every.explain_many(rows) == chosen
     # cached: the second call trains nothing
     assert train_generator(train, train[:2], config, tmp_path)[1]["from_cache"]
 

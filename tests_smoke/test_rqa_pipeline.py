@@ -181,6 +181,14 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     assert explanations["embedding_sim"].between(-1 - 1e-6, 1 + 1e-6).all()  # a cosine
     humans = pd.read_parquet(out / "explanation_humans.parquet")
     assert len(humans) == 3 * items
+    # the generator's greedy texts, the first candidate its chooser weighed: the same rows, scored alike
+    greedy = pd.read_parquet(out / "explanation_greedy.parquet")
+    generator = explanations[explanations["explainer"] == "generator"]
+    assert set(greedy["explainer"]) == {"generator_greedy"} and len(greedy) == len(generator)
+    assert greedy[["rating_source", "domain", "item_id", "rating"]].equals(
+        generator[["rating_source", "domain", "item_id", "rating"]].reset_index(drop=True)
+    )
+    assert list(greedy.columns) == list(explanations.columns)
     top1 = pd.read_parquet(out / "explanations_top1.parquet")
     assert len(top1) == items and explainers <= set(top1.columns)
     stage = json.loads((out / "manifest.json").read_text())["stages"]["explain"]

@@ -730,18 +730,27 @@ class GeneratorExplainer(Explainer):
         samples. Sampling only where greedy disagrees keeps most of the gain of sampling every
         row at a fraction of its cost (the held-out levers table measures both).
         """
+        return self.explain_and_greedy(rows)[0]
+
+    def explain_and_greedy(self, rows: Sequence[tuple[str, str, str]]) -> tuple[list[str], list[str]]:
+        """:meth:`explain_many`'s explanations and the greedy ones they were chosen against.
+
+        The greedy explanation is decoded for every row anyway (it is the first candidate), so
+        keeping it costs nothing; the explain stage stores it, for the reader who asks what the
+        chooser changed (the book's blind reading of greedy against the adopted decoding).
+        """
         _check_ratings(rows)
         if self.decode.candidates and self.chooser is None:
             # checked before any decoding: only choosing needs the chooser (candidates_many does not)
             raise ValueError("sampled candidates need a CandidateChooser (or DecodeConfig(candidates=0))")
         greedy = [c[0] for c in self._generate(rows, sample=False)]
         if not self.decode.candidates or self.chooser is None:
-            return greedy
+            return list(greedy), greedy
         redo = [
             i for i, ok in enumerate(self.chooser.agrees(rows, greedy)) if self.decode.sample_all or not ok
         ]
         if not redo:
-            return greedy
+            return list(greedy), greedy
         subset = [rows[i] for i in redo]
         candidates = [[greedy[i], *s] for i, s in zip(redo, self._generate(subset, sample=True), strict=True)]
         out = list(greedy)
@@ -749,4 +758,4 @@ class GeneratorExplainer(Explainer):
         picks = self.chooser.choose(subset, candidates, corpus=greedy)
         for i, c, k in zip(redo, candidates, picks, strict=True):
             out[i] = c[k]
-        return out
+        return out, greedy

@@ -9,6 +9,9 @@ Outputs (in ``results/``):
   would know) and ``majority`` (the annotators' majority: explanation quality alone);
 * ``explanation_humans.parquet``: the same metrics for every annotator's own explanation
   against the other two (the human ceiling), one row per (item, annotator);
+* ``explanation_greedy.parquet``: the same rows and metrics for the generator's greedy
+  explanation of each row, the first of the candidates its chooser weighed (explainer
+  ``generator_greedy``; equal to the generator's row where the chooser kept it);
 * ``explanations_top1.parquet``: for the best reranked system, each feedback-domain test
   question's answer, its predicted rating and every explainer's explanation;
 * ``explanation_levers.parquet``: the generator's decoding levers on held-out explanations;
@@ -128,6 +131,30 @@ def _item_metrics(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _explainer_frame(
+    protocol: str,
+    name: str,
+    source: str,
+    texts: Sequence[str],
+    ratings: Sequence[str],
+    items: Sequence[data.FeedbackItem],
+    embedder: Embedder,
+    classifier: Any,
+) -> pd.DataFrame:
+    """One explainer's rows of one rating source: the texts with their :func:`_item_metrics`."""
+    return pd.DataFrame(
+        {
+            "protocol": protocol,
+            "explainer": name,
+            "rating_source": source,
+            "domain": [it.domain for it in items],
+            "item_id": [it.item_id for it in items],
+            "rating": list(ratings),
+            "explanation": list(texts),
+        }
+    ).join(_item_metrics(texts, ratings, items, embedder, classifier))
 
 
 def _human_metrics(items: Sequence[data.FeedbackItem], embedder: Embedder, classifier: Any) -> pd.DataFrame:
@@ -528,31 +555,46 @@ def run_explain(
     }
     # one call per explainer over every row: identical rows are explained once and alike
     every = [*test_rows["predicted"], *test_rows["majority"], *top1_rows]
-    frames = []
+    frames, greedy_frames = [], []
     for explainer in explainers:
         with stage(timings, f"{explainer.name}/explain"):
-            texts_of = dict(zip(every, explainer.explain_many(every), strict=True))
+            if isinstance(explainer, GeneratorExplainer):
+                # the greedy texts the chooser weighed come with the choice (no extra decoding)
+                chosen, greedy = explainer.explain_and_greedy(every)
+                greedy_of = dict(zip(every, greedy, strict=True))
+            else:
+                chosen = explainer.explain_many(every)
+            texts_of = dict(zip(every, chosen, strict=True))
             for source, ratings in sources.items():
                 texts = [texts_of[row] for row in test_rows[source]]
-                metrics = _item_metrics(texts, ratings, test_items, embedder, classifier)
                 frames.append(
-                    pd.DataFrame(
-                        {
-                            "protocol": protocol,
-                            "explainer": explainer.name,
-                            "rating_source": source,
-                            "domain": [it.domain for it in test_items],
-                            "item_id": [it.item_id for it in test_items],
-                            "rating": ratings,
-                            "explanation": texts,
-                        }
-                    ).join(metrics)
+                    _explainer_frame(
+                        protocol, explainer.name, source, texts, ratings, test_items, embedder, classifier
+                    )
                 )
+                if isinstance(explainer, GeneratorExplainer):
+                    texts = [greedy_of[row] for row in test_rows[source]]
+                    greedy_frames.append(
+                        _explainer_frame(
+                            protocol,
+                            "generator_greedy",
+                            source,
+                            texts,
+                            ratings,
+                            test_items,
+                            embedder,
+                            classifier,
+                        )
+                    )
             top1[explainer.name] = [texts_of[row] for row in top1_rows]
     with stage(timings, "humans"):
         humans = _human_metrics(test_items, embedder, classifier)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(out_dir / "explanations.parquet", pd.concat(frames, ignore_index=True))
+    atomic_write_parquet(
+        out_dir / "explanation_greedy.parquet",
+        pd.concat(greedy_frames, ignore_index=True),
+    )
     atomic_write_parquet(out_dir / "explanation_humans.parquet", humans.assign(protocol=protocol))
     atomic_write_parquet(out_dir / "explanations_top1.parquet", top1.assign(protocol=protocol))
     atomic_write_parquet(out_dir / "explanation_levers.parquet", levers.assign(protocol=protocol))
