@@ -9,11 +9,13 @@ import pytest
 
 from fqa_analysis.core.audit import (
     DIMENSIONS,
+    GREEDY,
     SOURCES,
     AuditConfig,
     agreement,
     audit_outcomes,
     audit_rows,
+    changed_rows,
     cohen_kappa,
     judgement_frame,
     sheet_markdown,
@@ -114,6 +116,45 @@ def test_the_sample_refuses_a_rating_with_too_few_items_and_a_missing_explanatio
     explanations = explanations[explanations["explainer"] != "generator"]
     with pytest.raises(ValueError, match=r"no majority-rating row for .*'generator'"):
         audit_rows(items, explanations, _explain_rate(items), AuditConfig(per_rating=1))
+
+
+def _greedy(items: list[FeedbackItem]) -> pd.DataFrame:
+    """The generator's greedy rows: its majority and predicted rows with texts of their own."""
+    frame = _explanations(items)
+    frame = frame[frame["explainer"] == "generator"].assign(explainer=GREEDY)
+    return frame.assign(explanation=[f"greedy {i}" for i in frame["item_id"]])
+
+
+def test_a_sheet_of_two_sources_reads_the_same_items_as_the_full_sheet() -> None:
+    items = _items()
+    full = audit_rows(items, _explanations(items), _explain_rate(items), AuditConfig(per_rating=1, seed=3))
+    config = AuditConfig(per_rating=1, seed=3, sources=("generator", GREEDY))
+    rows = audit_rows(items, _explanations(items), _explain_rate(items), config, greedy=_greedy(items))
+    assert len(rows) == 8 and rows["row_id"].tolist() == [f"r{k:03d}" for k in range(1, 9)]
+    assert set(rows["item_id"]) == set(full["item_id"])  # one seed, one draw of items
+    assert rows.groupby("item_id")["source"].apply(sorted).tolist() == [["generator", GREEDY]] * 4
+    greedy = rows[rows["source"] == GREEDY]
+    assert greedy["explanation"].tolist() == [f"greedy {i}" for i in greedy["item_id"]]
+    # the same rating as the generator's row: both explain the item's majority rating
+    generator = rows[rows["source"] == "generator"]
+    assert dict(zip(greedy["item_id"], greedy["rating"], strict=True)) == dict(
+        zip(generator["item_id"], generator["rating"], strict=True)
+    )
+    # a later greedy text that differs from the key's is a changed row; without the file, every greedy row is
+    later = _greedy(items)
+    first = int(str(greedy["item_id"].iloc[0]))
+    later.loc[later["item_id"] == first, "explanation"] = "another text"
+    assert changed_rows(rows, _explanations(items), _explain_rate(items), greedy=later) == [
+        greedy["row_id"].iloc[0]
+    ]
+    assert changed_rows(rows, _explanations(items), _explain_rate(items)) == sorted(greedy["row_id"])
+    with pytest.raises(ValueError, match="needs the greedy explanations"):
+        audit_rows(items, _explanations(items), _explain_rate(items), config)
+    with pytest.raises(ValueError, match=r"explanation_greedy.parquet has no majority-rating row"):
+        audit_rows(items, _explanations(items), _explain_rate(items), config, greedy=_greedy(items).iloc[:0])
+    for bad in (("generator", "generator"), ("oracle",), ()):
+        with pytest.raises(ValueError, match="at most once, at least one"):
+            AuditConfig(sources=bad)
 
 
 def test_the_sheet_names_no_source() -> None:

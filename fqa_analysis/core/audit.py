@@ -37,6 +37,8 @@ from fqa_analysis.errors import DataError, DataProblem
 
 __all__ = [
     "DIMENSIONS",
+    "GREEDY",
+    "KNOWN_SOURCES",
     "RUBRIC",
     "SOURCES",
     "AuditConfig",
@@ -55,6 +57,14 @@ __all__ = [
 #: item's three annotators, drawn with the seed; ``explain_then_rate``: the explain-then-rate
 #: model (our form) explaining its own rating.
 SOURCES: tuple[str, ...] = ("people", "template", "retrieval_same_rating", "generator", "explain_then_rate")
+
+#: The generator's greedy explanation (``results/explanation_greedy.parquet``): the first of the
+#: candidates its chooser weighed. Read against the adopted decoding (``generator``) in a sheet
+#: of its own, it asks what the chooser's variety cost.
+GREEDY = "generator_greedy"
+
+#: Every source a sheet can hold, in the order the book shows them.
+KNOWN_SOURCES: tuple[str, ...] = (*SOURCES[:4], GREEDY, *SOURCES[4:])
 
 #: What a judge labels, and the labels each dimension takes (higher is better). The book divides
 #: a label by the dimension's highest, so every score lies in [0, 1].
@@ -99,22 +109,41 @@ class AuditConfig:
         per_rating: Items drawn for each majority rating (so the rarer middle ratings are read too).
         seed: Seed of the item draw, of the annotator drawn for ``people`` and of the row order.
         explain_rate_seed: Training seed of the explain-then-rate model whose text is read.
+        sources: The sources of each item's explanations (:data:`KNOWN_SOURCES`), in the key's order
+            within an item. The items drawn do not depend on them: one seed draws the same items
+            for every sheet.
+
+    Raises:
+        ValueError: An unknown or repeated source, or none.
     """
 
     per_rating: int = 10
     seed: int = 0
     explain_rate_seed: int = 0
+    sources: tuple[str, ...] = SOURCES
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.sources if s not in KNOWN_SOURCES]
+        if unknown or not self.sources or len(set(self.sources)) != len(self.sources):
+            raise ValueError(
+                f"sources {list(self.sources)}: name each of {list(KNOWN_SOURCES)} at most once, at least one"
+            )
 
 
 def _explained_texts(
-    explanations: pd.DataFrame, explain_rate: pd.DataFrame, explain_rate_seed: int
+    explanations: pd.DataFrame,
+    explain_rate: pd.DataFrame,
+    explain_rate_seed: int,
+    greedy: pd.DataFrame | None = None,
 ) -> dict[tuple[str, int, str], tuple[str, str]]:
     """``(domain, item_id, source) -> (rating, explanation)`` of the explainers and explain-then-rate.
 
-    The explainers' majority-rating rows, and the explain-then-rate model's rows of one seed with
-    its most likely rating (the rating its explanation comes with).
+    The explainers' majority-rating rows (with ``greedy``, the generator's greedy ones too, as
+    :data:`GREEDY`), and the explain-then-rate model's rows of one seed with its most likely
+    rating (the rating its explanation comes with).
     """
-    majority_rows = explanations[explanations["rating_source"] == "majority"]
+    every = explanations if greedy is None else pd.concat([explanations, greedy.assign(explainer=GREEDY)])
+    majority_rows = every[every["rating_source"] == "majority"]
     texts = {
         (str(d), int(i), str(e)): (str(r), str(t))
         for d, i, e, r, t in majority_rows[
@@ -134,6 +163,7 @@ def audit_rows(
     explanations: pd.DataFrame,
     explain_rate: pd.DataFrame,
     config: AuditConfig | None = None,
+    greedy: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The sample: per drawn item, one explanation per source, shuffled behind row ids.
 
@@ -143,6 +173,8 @@ def audit_rows(
         explain_rate: ``results/explain_rate_predictions.parquet`` (our form's rows of
             ``config.explain_rate_seed``; its rating is its most likely one).
         config: The draw.
+        greedy: ``results/explanation_greedy.parquet``, needed when ``config.sources`` names
+            :data:`GREEDY`.
 
     Returns:
         One row per (item, source): ``row_id`` (``r001`` ..., in shuffled order), ``stratum``
@@ -154,6 +186,8 @@ def audit_rows(
             has no explanation for.
     """
     config = config or AuditConfig()
+    if GREEDY in config.sources and greedy is None:
+        raise ValueError(f"source {GREEDY!r} needs the greedy explanations (explanation_greedy.parquet)")
     rng = np.random.default_rng(config.seed)
     ordered = sorted(items, key=lambda it: (it.domain, it.item_id))
     majority = [majority_label(it.ratings, tie="lower") for it in ordered]
@@ -167,23 +201,27 @@ def audit_rows(
         drawn += [
             (rating, pool[int(i)]) for i in sorted(rng.choice(len(pool), config.per_rating, replace=False))
         ]
-    texts_now = _explained_texts(explanations, explain_rate, config.explain_rate_seed)
+    texts_now = _explained_texts(explanations, explain_rate, config.explain_rate_seed, greedy)
     rows = []
     for stratum, it in drawn:
+        # drawn whether or not the sheet reads people, so that the draws after it do not depend on it
         annotator = int(rng.integers(len(it.ratings)))
         texts = {"people": (it.ratings[annotator], it.explanations[annotator])}
-        for source in ("template", "retrieval_same_rating", "generator"):
+        for source in config.sources:
+            if source == "people":
+                continue
             key = (it.domain, it.item_id, source)
-            if key not in texts_now:
-                raise ValueError(f"explanations.parquet has no majority-rating row for {key}")
-            texts[source] = texts_now[key]
-        if (it.domain, it.item_id, "explain_then_rate") not in texts_now:
-            raise ValueError(
-                f"explain_rate_predictions.parquet has no seed-{config.explain_rate_seed} row "
-                f"for {it.domain} item {it.item_id}"
-            )
-        texts["explain_then_rate"] = texts_now[(it.domain, it.item_id, "explain_then_rate")]
-        for source in SOURCES:
+            if key in texts_now:
+                texts[source] = texts_now[key]
+            elif source == "explain_then_rate":
+                raise ValueError(
+                    f"explain_rate_predictions.parquet has no seed-{config.explain_rate_seed} row "
+                    f"for {it.domain} item {it.item_id}"
+                )
+            else:
+                where = "explanation_greedy.parquet" if source == GREEDY else "explanations.parquet"
+                raise ValueError(f"{where} has no majority-rating row for {key}")
+        for source in config.sources:
             rating, text = texts[source]
             rows.append(
                 {
@@ -204,13 +242,18 @@ def audit_rows(
 
 
 def changed_rows(
-    key: pd.DataFrame, explanations: pd.DataFrame, explain_rate: pd.DataFrame, explain_rate_seed: int = 0
+    key: pd.DataFrame,
+    explanations: pd.DataFrame,
+    explain_rate: pd.DataFrame,
+    explain_rate_seed: int = 0,
+    greedy: pd.DataFrame | None = None,
 ) -> list[str]:
     """Row ids of the key whose explanation or rating is no longer what the results hold.
 
     The judges read the results of one commit; a rerun of the explain or explain_rate stage
     changes the texts, and the labels then describe explanations the book no longer shows.
-    People's rows come from the data, which do not change.
+    People's rows come from the data, which do not change. Rows of :data:`GREEDY` count as changed
+    when ``greedy`` (``explanation_greedy.parquet``) is not given.
 
     Example:
         >>> key = pd.DataFrame({"row_id": ["r1", "r2"], "domain": "WHO", "item_id": 0,
@@ -223,7 +266,7 @@ def changed_rows(
         >>> changed_rows(key, expl, ours)
         ['r1']
     """
-    now = _explained_texts(explanations, explain_rate, explain_rate_seed)
+    now = _explained_texts(explanations, explain_rate, explain_rate_seed, greedy)
     return [
         str(row.row_id)
         for row in key.itertuples()
@@ -379,7 +422,7 @@ def audit_outcomes(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame]) ->
 
 
 def source_means(outcomes: pd.DataFrame) -> pd.DataFrame:
-    """Mean score per source (rows, in :data:`SOURCES` order) and dimension (columns, :data:`DIMENSIONS`).
+    """Mean score per source (rows, :data:`KNOWN_SOURCES` order) and dimension (columns, :data:`DIMENSIONS`).
 
     Example:
         >>> out = pd.DataFrame({"dimension": ["fluent", "fluent", "fluent"], "source":
@@ -388,7 +431,7 @@ def source_means(outcomes: pd.DataFrame) -> pd.DataFrame:
         [0.75, 0.25]
     """
     table = outcomes.pivot_table(index="source", columns="dimension", values="score", aggfunc="mean")
-    rows = [s for s in SOURCES if s in table.index]
+    rows = [s for s in KNOWN_SOURCES if s in table.index]
     return table.reindex(index=rows, columns=[d for d in DIMENSIONS if d in table.columns])
 
 
@@ -399,7 +442,7 @@ def label_shares(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame], dime
     incoherent.
 
     Returns:
-        Indexed by ``source`` (:data:`SOURCES` order): ``top`` and ``zero``.
+        Indexed by ``source`` (:data:`KNOWN_SOURCES` order): ``top`` and ``zero``.
 
     Example:
         >>> key = pd.DataFrame({"row_id": ["r1", "r2", "r3"], "source": ["people", "people", "generator"]})
@@ -418,7 +461,7 @@ def label_shares(key: pd.DataFrame, judgements: Mapping[str, pd.DataFrame], dime
         }
     )
     shares = frame.groupby("source")[["top", "zero"]].mean()
-    return shares.reindex([s for s in SOURCES if s in shares.index])
+    return shares.reindex([s for s in KNOWN_SOURCES if s in shares.index])
 
 
 def cohen_kappa(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) -> float:

@@ -176,14 +176,19 @@ def _judge_files(folder: Path) -> dict[str, Path]:
     return {p.stem.removeprefix("judge_"): p for p in sorted(folder.glob("judge_*.csv"))}
 
 
-def audit_judges(results_dir: Path) -> dict[str, str]:
-    """Who each judge of the explanation audit is: ``explanation_audit/judges.json`` (name -> words).
+#: The main audit's folder in a results folder (every source against people); others hold sheets
+#: of their own (``explanation_audit_decoding``: the generator's greedy against its adopted decoding).
+AUDIT_FOLDER = "explanation_audit"
+
+
+def audit_judges(results_dir: Path, folder_name: str = AUDIT_FOLDER) -> dict[str, str]:
+    """Who each judge of an explanation audit is: ``<folder_name>/judges.json`` (name -> words).
 
     Raises:
         DataError: The file is missing, not a JSON object of strings, or does not describe a judge
             whose labels are there (``judge_<name>.csv``).
     """
-    folder = results_dir / "explanation_audit"
+    folder = results_dir / folder_name
     path = folder / "judges.json"
     fix = 'write {"<name>": "who the judge is", ...} for every judge_<name>.csv'
     if not path.is_file():
@@ -200,19 +205,21 @@ def audit_judges(results_dir: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in who.items()}
 
 
-def has_audit(results_dir: Path) -> bool:
-    """Whether ``results_dir`` holds an explanation audit (its ``explanation_audit/key.csv``).
+def has_audit(results_dir: Path, folder_name: str = AUDIT_FOLDER) -> bool:
+    """Whether ``results_dir`` holds an explanation audit (its ``<folder_name>/key.csv``).
 
     A results folder of one's own rerun has none until ``tools/audit_sheet.py`` draws one; the
     chapters then say so instead of showing labels of other explanations.
     """
-    return (results_dir / "explanation_audit" / "key.csv").is_file()
+    return (results_dir / folder_name / "key.csv").is_file()
 
 
-def load_audit(results_dir: Path) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The explanation audit (:mod:`fqa_analysis.core.audit`): its key and every judge's labels.
+def load_audit(
+    results_dir: Path, folder_name: str = AUDIT_FOLDER
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """An explanation audit (:mod:`fqa_analysis.core.audit`): its key and every judge's labels.
 
-    Reads ``explanation_audit/key.csv`` and each ``explanation_audit/judge_<name>.csv``, every one
+    Reads ``<folder_name>/key.csv`` and each ``<folder_name>/judge_<name>.csv``, every one
     checked against the key (:func:`~fqa_analysis.core.audit.judgement_frame`).
 
     Returns:
@@ -222,7 +229,7 @@ def load_audit(results_dir: Path) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]
         DataError: A missing or unreadable key, a key without its columns, no judge's file, or a
             judge's file with a problem (each named with its file, line and fix).
     """
-    folder = results_dir / "explanation_audit"
+    folder = results_dir / folder_name
     records = _csv_records(folder / "key.csv", "write the sheet and key with `python tools/audit_sheet.py`")
     missing = [c for c in AUDIT_KEY_COLUMNS if not records or c not in records[0]]
     if missing:
