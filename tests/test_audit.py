@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +22,7 @@ from fqa_analysis.core.audit import (
     sheet_markdown,
 )
 from fqa_analysis.core.ratings import LABELS
-from fqa_analysis.core.results import audit_judges, has_audit, load_audit
+from fqa_analysis.core.results import audit_judges, has_audit, has_table, load_audit
 from fqa_analysis.data import FeedbackItem, Passage
 from fqa_analysis.errors import DataError
 
@@ -291,3 +292,20 @@ def test_has_audit_and_who_the_judges_are(tmp_path: Path) -> None:
         audit_judges(results)
     who.write_text('{"a": "a person", "b": "another person"}')
     assert audit_judges(results) == {"a": "a person", "b": "another person"}
+    # another sheet lives in a folder of its own, read by name; the main audit is not it
+    assert not has_audit(results, "explanation_audit_decoding")
+    other = results / "explanation_audit_decoding"
+    shutil.copytree(results / "explanation_audit", other)
+    (other / "judge_b.csv").unlink()
+    (other / "judges.json").write_text('{"a": "a person"}')
+    key, judges = load_audit(results, "explanation_audit_decoding")
+    assert len(key) == 3
+    assert list(judges) == ["a"] and audit_judges(results, "explanation_audit_decoding") == {"a": "a person"}
+    assert list(load_audit(results)[1]) == ["a", "b"]
+
+
+def test_has_table(tmp_path: Path) -> None:
+    assert not has_table(tmp_path, "explanation_greedy.parquet")
+    pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "explanation_greedy.parquet")
+    assert has_table(tmp_path, "explanation_greedy.parquet")
+    assert not has_table(tmp_path, ".")  # a folder is not a table

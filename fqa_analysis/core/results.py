@@ -21,6 +21,7 @@ from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.errors import DataError, DataProblem
 
 __all__ = [
+    "AUDIT_FOLDER",
     "LATER_SETTINGS",
     "RECIPE_SETTINGS",
     "RERANK_RUN_FIELDS",
@@ -30,6 +31,7 @@ __all__ = [
     "counted_seconds",
     "dirty_commits",
     "has_audit",
+    "has_table",
     "lever_step_name",
     "load_audit",
     "load_candidates",
@@ -62,6 +64,15 @@ def load_table(results_dir: Path, name: str) -> pd.DataFrame:
         raise DataError(
             DataProblem(path, "(whole file)", f"not a readable Parquet file ({exc})", FIX)
         ) from None
+
+
+def has_table(results_dir: Path, name: str) -> bool:
+    """Whether ``results_dir`` holds the results file ``name`` (a folder from an older run may not).
+
+    For a file the book can do without, so that a chapter says what it lacks instead of failing;
+    :func:`load_table` reads it.
+    """
+    return (results_dir / name).is_file()
 
 
 def load_candidates(results_dir: Path) -> pd.DataFrame:
