@@ -28,6 +28,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.audit import (
     DIMENSIONS,
+    GREEDY,
     RUBRIC,
     agreement,
     audit_outcomes,
@@ -51,6 +52,7 @@ from fqa_analysis.core.report import (
 from fqa_analysis.core.results import (
     audit_judges,
     has_audit,
+    has_table,
     load_audit,
     load_stage,
     load_table,
@@ -81,6 +83,10 @@ RATINGS = list(reversed(LABELS))  # Excellent first
 keys = ["domain", "item_id"]
 majority = explanations[explanations["rating_source"] == "majority"]
 human_items = humans.groupby(keys, sort=False)[METRICS].mean()
+# the ratings this folder holds items of, among the majority rows and among people's explanations: a rerun on a
+# subset (`fqa run explain --subset N`) can lack one, and its per-rating numbers are then left out, and said to be
+RATED = [r for r in RATINGS if (majority["rating"] == r).any() and (humans["rating"] == r).any()]
+UNRATED = [r for r in RATINGS if r not in RATED]
 classifier = stage["rating_classifier_heldout_accuracy_by_rating"]
 # the blind audit (results/explanation_audit, core.audit): judges' labels of a seeded sample of explanations;
 # a results folder of one's own rerun has none until tools/audit_sheet.py draws one
@@ -104,11 +110,32 @@ if AUDIT:
         + " / ".join(RATINGS)
     )
 AUDIT_KEYS = ["stratum", "domain", "item_id"]
+# the generator's greedy explanations, the first candidate its chooser weighed (a folder from a run before the
+# stage kept them has none), and the blind reading of greedy against the adopted decoding: a sheet of its own
+GREEDY_ROWS = has_table(RESULTS, "explanation_greedy.parquet")
+DECODING_FOLDER = "explanation_audit_decoding"
+DECODING_AUDIT = GREEDY_ROWS and has_audit(RESULTS, DECODING_FOLDER)
+NO_GREEDY = Markdown(
+    "This results folder holds no `explanation_greedy.parquet` (a run of the explain stage before it kept the "
+    "greedy explanations): rerun `fqa run explain` to compare the decodings."
+)
+if GREEDY_ROWS:
+    greedy_rows = load_table(RESULTS, "explanation_greedy.parquet")
+if DECODING_AUDIT:
+    decoding_key, decoding_judges = load_audit(RESULTS, DECODING_FOLDER)
+    decoded = audit_outcomes(decoding_key, decoding_judges)
+    decoding_changed = changed_rows(
+        decoding_key,
+        explanations,
+        load_table(RESULTS, "explain_rate_predictions.parquet"),
+        greedy=greedy_rows,
+    )
 # as the chapter's other tables and figures name them (one annotator per item stands for the humans)
 SOURCE_NAMES = {
     "template": "template",
     "retrieval_same_rating": "retrieval (same)",
     "generator": "generator",
+    GREEDY: "generator (greedy)",
     "explain_then_rate": "explain-then-rate",
     "people": "humans",
 }
@@ -232,10 +259,10 @@ grounded = {
     )
 }
 # the ratings the judging classifier reads people's held-out explanations of right less than half the time
-weak = [r for r in RATINGS if classifier[r] < 0.5]
-strong = [r for r in RATINGS if r not in weak]
+weak = [r for r in RATED if classifier[r] < 0.5]
+strong = [r for r in RATED if r not in weak]
 # the annotators' overall consistency at the majority ratings' mix (theirs is at their own ratings' mix)
-mix = gen["rating"].value_counts(normalize=True)
+mix = gen.loc[gen["rating"].isin(RATED), "rating"].value_counts(normalize=True)
 human_at_mix = float(sum(mix[r] * human_rating[r] for r in mix.index))
 # generator minus people per rating, with a 95% CI: unpaired (the generator explains each item's majority
 # rating, people their own ratings), the generator's items and people's explanations resampled apart
@@ -245,52 +272,73 @@ gap = {
         humans.loc[humans["rating"] == r, "consistent"],
         N_RESAMPLES,
     )
-    for r in RATINGS
+    for r in RATED
 }
-gap_above = [r for r in RATINGS if gap[r][1] > 0]
-gap_below = [r for r in RATINGS if gap[r][2] < 0]
-gap_apart = [r for r in RATINGS if r not in gap_above + gap_below]
+gap_above = [r for r in RATED if gap[r][1] > 0]
+gap_below = [r for r in RATED if gap[r][2] < 0]
+gap_apart = [r for r in RATED if r not in gap_above + gap_below]
 # within each rating, the most common opening (the mix of ratings aside): the generator's and people's
 # (computed once for every explainer and people: the variety figure and the per-rating openings table read it)
 rating_openings = {
-    who: {r: variety(f.loc[f["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS) for r in RATINGS}
+    who: {r: variety(f.loc[f["rating"] == r, "explanation"].tolist(), words=OPENING_WORDS) for r in RATED}
     for who, f in [*((e, majority[majority["explainer"] == e]) for e in EXPLAINERS), ("humans", humans)]
 }
 ratio = {
     r: rating_openings["generator"][r]["opening_share"] / rating_openings["humans"][r]["opening_share"]
-    for r in RATINGS
+    for r in RATED
 }
-r_top = max(RATINGS, key=lambda r: rating_openings["generator"][r]["opening_share"])
+r_top = max(RATED, key=lambda r: rating_openings["generator"][r]["opening_share"])
+
+
+def paired_text(row, n_resamples, digits):
+    """A comparison's row in words: the difference, its 95% CI and its Holm p."""
+    return (
+        f"{signed_text(row['delta'], digits)} {interval(row['delta_ci_low'], row['delta_ci_high'], digits)}, "
+        "Holm p " + holm_p_text(row, digits, n_resamples)
+    )
+
+
+def audit_compare(outcomes, commit, **family):
+    """A comparison of an audit's sources, paired over its items (resampled within majority rating)."""
+    return compare(
+        outcomes,
+        system="source",
+        within=["dimension"],
+        value="score",
+        keys=AUDIT_KEYS,
+        strata=["stratum"],
+        seeds=None,
+        commit=commit,
+        **family,
+    )
+
+
+def audit_estimates(outcomes):
+    """An audit's mean score per (dimension, source), with its 95% CI over the items (within majority rating)."""
+    return estimate(
+        outcomes, ["dimension", "source"], value="score", keys=AUDIT_KEYS, strata=["stratum"], seeds=None
+    ).set_index(["dimension", "source"])
+
+
 # the audit: each source's mean per dimension with its CI, and each source against people
 AUDIT_PLAIN, AUDIT_FINDING = "", ""
 if AUDIT:
     AUDIT_SHOWN = [s for s in SOURCE_NAMES if s in set(audited["source"])]
-    audit_means = estimate(
-        audited, ["dimension", "source"], value="score", keys=AUDIT_KEYS, strata=["stratum"], seeds=None
-    ).set_index(["dimension", "source"])
+    audit_means = audit_estimates(audited)
     AUDIT_COMMITS = ",".join(
         dict.fromkeys([stage["git_commit"], load_stage(RESULTS, "explain_rate")["git_commit"]])
     )
-
-    def audit_compare(**family):
-        """A comparison of the audit's sources, paired over its items (resampled within majority rating)."""
-        return compare(
-            audited,
-            system="source",
-            within=["dimension"],
-            value="score",
-            keys=AUDIT_KEYS,
-            strata=["stratum"],
-            seeds=None,
-            commit=AUDIT_COMMITS,
-            **family,
-        )
-
     audit_vs = audit_compare(
-        baseline="people", family="within", describe="each source vs people, Holm within each dimension"
+        audited,
+        AUDIT_COMMITS,
+        baseline="people",
+        family="within",
+        describe="each source vs people, Holm within each dimension",
     )
     # the generator against the retrieval explainer it beats on similarity: are closer words better explanations?
     audit_gen = audit_compare(
+        audited,
+        AUDIT_COMMITS,
         pairs=[("generator", "retrieval_same_rating")],
         family="table",
         describe="generator vs retrieval_same_rating, Holm over the dimensions",
@@ -338,11 +386,7 @@ if AUDIT:
 
     def vs_text(dim):
         """The generator minus the retrieval explainer on one dimension, with its CI and Holm p."""
-        r = vs_retrieval.loc[dim]
-        return (
-            f"{signed_text(r['delta'], 2)} {interval(r['delta_ci_low'], r['delta_ci_high'], 2)}, Holm p "
-            + holm_p_text(r, 2, audit_gen.n_resamples)
-        )
+        return paired_text(vs_retrieval.loc[dim], audit_gen.n_resamples, 2)
 
     fl, ac = audit_shares["fluent"], audit_shares["accurate"]
     AUDIT_PLAIN = (
@@ -383,7 +427,98 @@ if AUDIT:
             else ""
         )
     )
+# greedy against the adopted decoding: what choosing among candidates changed (feedback_test, majority rows)
+DECODING_FINDING = ""
+if GREEDY_ROWS:
+    greedy_major = greedy_rows[greedy_rows["rating_source"] == "majority"]
+    chosen_text = gen.set_index(keys)["explanation"]
+    KEPT_GREEDY = float(
+        (chosen_text == greedy_major.set_index(keys)["explanation"].reindex(chosen_text.index)).mean()
+    )
+    decoding_auto = compare(
+        pd.concat([gen, greedy_major]).melt(
+            id_vars=["explainer", *keys],
+            value_vars=["consistent", "embedding_sim", "rouge_l"],
+            var_name="metric",
+            value_name="value",
+        ),
+        system="explainer",
+        pairs=[("generator", GREEDY)],
+        within=["metric"],
+        family="table",
+        describe="the adopted decoding vs greedy on feedback_test, Holm over the metrics",
+        value="value",
+        keys=keys,
+        strata=["domain"],
+        seeds=None,
+        commit=stage["git_commit"],
+    )
+    auto = decoding_auto.table.xs("generator", level="explainer")
+    decoding_variety = {"generator": variety_row(gen), GREEDY: variety_row(greedy_major)}
+    g_var, a_var = decoding_variety[GREEDY], decoding_variety["generator"]
+    DECODING_FINDING = (
+        "What choosing among candidates changed (the adopted decoding against the greedy explanation it starts "
+        f"from, feedback_test, majority rating; the chooser kept the greedy text for {KEPT_GREEDY:.0%} of the "
+        f"items; the section *Greedy or the adopted decoding*): top opening {g_var['opening_share']:.0%} to "
+        f"{a_var['opening_share']:.0%}, distinct {g_var['distinct']:.0%} to {a_var['distinct']:.0%}, "
+        f"embedding similarity {auto.loc['embedding_sim', 'baseline_mean']:.3f} to "
+        f"{auto.loc['embedding_sim', 'mean']:.3f} ({paired_text(auto.loc['embedding_sim'], decoding_auto.n_resamples, 3)}), "
+        f"consistency {auto.loc['consistent', 'baseline_mean']:.3f} to {auto.loc['consistent', 'mean']:.3f} "
+        f"({paired_text(auto.loc['consistent'], decoding_auto.n_resamples, 3)}), ROUGE-L "
+        f"{auto.loc['rouge_l', 'baseline_mean']:.3f} to {auto.loc['rouge_l', 'mean']:.3f} "
+        f"({paired_text(auto.loc['rouge_l'], decoding_auto.n_resamples, 3)})"
+        # the metrics choosing lowered (Holm p < 0.05), named: what its variety cost
+        + "".join(
+            f"; choosing lowered {' and '.join(NAMES[m] for m in cost)}"
+            for cost in [[m for m, r in auto.iterrows() if r["p_holm"] < 0.05 and r["delta"] < 0]]
+            if cost
+        )
+    )
+    if DECODING_AUDIT:
+        DECODING_SHOWN = ["generator", GREEDY]
+        decoding_means = audit_estimates(decoded)
+        decoding_vs = audit_compare(
+            decoded,
+            stage["git_commit"],
+            pairs=[("generator", GREEDY)],
+            family="table",
+            describe="the adopted decoding vs greedy, Holm over the dimensions",
+        )
+        by_dim = decoding_vs.table.xs("generator", level="source")
+        decoding_shares = {d: label_shares(decoding_key, decoding_judges, d) for d in ("fluent", "accurate")}
+        decoding_agree = agreement(*list(decoding_judges.values())[:2]) if len(decoding_judges) >= 2 else None
+        lost = [DIMENSION_NAMES[d] for d, r in by_dim.iterrows() if r["p_holm"] < 0.05 and r["delta"] < 0]
+        won = [DIMENSION_NAMES[d] for d, r in by_dim.iterrows() if r["p_holm"] < 0.05 and r["delta"] > 0]
+        DECODING_FINDING += (
+            f". Read blind by {len(decoding_judges)} AI judges on the audit's {len(decoding_key.drop_duplicates(['domain', 'item_id']))} "
+            "items (greedy to adopted): "
+            + "; ".join(
+                f"{DIMENSION_NAMES[d]} {decoding_means.loc[(d, GREEDY), 'mean']:.2f} to "
+                f"{decoding_means.loc[(d, 'generator'), 'mean']:.2f} "
+                f"({paired_text(by_dim.loc[d], decoding_vs.n_resamples, 2)})"
+                for d in DIMENSIONS
+            )
+            + ": the adopted decoding is "
+            + (
+                "judged worse on "
+                + " and ".join(lost)
+                + (" and better on " + " and ".join(won) if won else "")
+                if lost
+                else (
+                    "judged better on " + " and ".join(won)
+                    if won
+                    else "not told apart from greedy on any dimension"
+                )
+            )
+        )
+    DECODING_FINDING += "."
 lines = [
+    (
+        f"This results folder holds no {' or '.join(UNRATED)} item explained both by the explainers (majority "
+        "rating) and by people, so every per-rating number below covers " + ", ".join(RATED) + " only."
+        if UNRATED
+        else ""
+    ),
     "**In plain words:** for the ratings a classifier of explanation text reads reliably ("
     + ", ".join(strong)
     + ": it reads "
@@ -412,12 +547,12 @@ lines = [
     f"{rating_openings['humans'][r_top]['opening_share']:.0%}; the per-rating openings table)." + AUDIT_PLAIN,
     "Consistency with the rating (the share a classifier trained on human explanations reads as that "
     "rating), generator vs annotators: "
-    + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATINGS)
+    + "; ".join(f"{r} {by_rating.loc['generator', r]:.2f} (humans {human_rating[r]:.2f})" for r in RATED)
     + f"; overall {gen['consistent'].mean():.3f} (humans {humans['consistent'].mean():.3f} at their own "
     f"ratings' mix, {human_at_mix:.3f} weighted to the majority ratings' mix the generator explains). "
     "Generator minus people, with a 95% bootstrap CI (the generator's items and people's explanations "
     "resampled apart): "
-    + "; ".join(f"{r} {signed_text(gap[r][0], 3)} {interval(gap[r][1], gap[r][2], 3)}" for r in RATINGS)
+    + "; ".join(f"{r} {signed_text(gap[r][0], 3)} {interval(gap[r][1], gap[r][2], 3)}" for r in RATED)
     + ": "
     + "; ".join(
         part
@@ -473,6 +608,7 @@ lines = [
     f"levers table; on feedback_test its top opening is {gen_open['opening_share']:.0%}, where its usual Bad "
     f"opening meets Bad as the majority rating of {(gen['rating'] == 'Bad').mean():.0%} of items).",
     AUDIT_FINDING,
+    DECODING_FINDING,
     f"The consistency classifier itself reads held-out human explanations right "
     f"{classifier['overall']:.0%} of the time ("
     + ", ".join(f"{r} {classifier[r]:.0%}" for r in RATINGS)
@@ -666,9 +802,9 @@ pd.DataFrame(rows).set_index(["against", "metric", "explainer"]).rename(index=br
 # Consistency per majority rating (`items`: feedback_test items of that majority rating; `human expl.`: the annotators' explanations of that rating, the annotators' column), each explainer beside the annotators (their own ratings), and beside the **classifier's own accuracy** on held-out human explanations of that rating (`classifier acc.`): how often the classifier reads a human explanation of that rating right. An explainer can score above it by writing, for every item, the words the classifier ties to the rating (the template's fixed sentences do so for some ratings and miss others entirely, as the table shows), so consistency is read together with similarity to what people wrote.
 
 # %% tags=["hide-input"]
-table = by_rating.T.reindex(RATINGS)[EXPLAINERS]
-table["humans"] = human_rating.reindex(RATINGS)
-table["classifier (held-out humans)"] = [classifier[r] for r in RATINGS]
+table = by_rating.T.reindex(RATED)[EXPLAINERS]
+table["humans"] = human_rating.reindex(RATED)
+table["classifier (held-out humans)"] = [classifier[r] for r in RATED]
 overall = {
     **majority.groupby("explainer")["consistent"].mean().to_dict(),
     "humans": humans["consistent"].mean(),
@@ -687,8 +823,8 @@ short = {
 # how many items and human explanations each share is over (the middle ratings are the small ones)
 counts = pd.DataFrame(
     {
-        "items": gen["rating"].value_counts().reindex(RATINGS),
-        "human expl.": humans["rating"].value_counts().reindex(RATINGS),
+        "items": gen["rating"].value_counts().reindex(RATED),
+        "human expl.": humans["rating"].value_counts().reindex(RATED),
     }
 )
 counts.loc["overall"] = [len(gen), len(humans)]
@@ -707,7 +843,7 @@ intervals = pd.concat(
 )  # fmt: skip
 intervals["explainer"] = intervals["explainer"].map(lambda n: short.get(n, n))
 shown = (
-    table.loc[RATINGS]
+    table.loc[RATED]
     .drop(columns="classifier (held-out humans)")
     .rename(columns=short)
     .rename_axis("rating")
@@ -716,7 +852,7 @@ shown = (
     .merge(intervals[["explainer", "rating", "ci_low", "ci_high"]], on=["explainer", "rating"], how="left")
 )
 ax = plot_grouped_bars(shown, "rating", "explainer", "consistency", error=("ci_low", "ci_high"))
-mark_group_levels(ax, [classifier[r] for r in RATINGS], "classifier accuracy (held-out humans)")
+mark_group_levels(ax, [classifier[r] for r in RATED], "classifier accuracy (held-out humans)")
 ax.legend(frameon=False, fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
 ax.set_ylabel("share read as the rating explained")
 ax.set_ylim(0, 1.05)
@@ -725,7 +861,7 @@ plt.show()
 # %% tags=["hide-input"]
 # the generator against people, per rating: the difference's own interval (computed with the findings), not
 # the bars' overlap
-for r in RATINGS:
+for r in RATED:
     verdict = "above people" if r in gap_above else "below people" if r in gap_below else "not told apart"
     say(
         f"{r}: generator minus people {signed_text(gap[r][0], 3)} {interval(gap[r][1], gap[r][2], 3)}: {verdict}"
@@ -779,7 +915,7 @@ within = pd.DataFrame(
         }
         for name in sources
         if name != "retrieval_any_rating"  # it ignores the rating it explains
-        for r in RATINGS
+        for r in RATED
     ]
 )
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [3, 2]})
@@ -818,7 +954,7 @@ per_rating = pd.DataFrame(per_rating).T.rename_axis(["rating", "explainer"])
 say(
     "within each rating, the share of explanations the generator's most common opening starts, as a "
     "multiple of the share people's most common opening starts: "
-    + ", ".join(f"{r} {ratio[r]:.1f}x" for r in RATINGS)
+    + ", ".join(f"{r} {ratio[r]:.1f}x" for r in RATED)
 )
 per_rating
 
@@ -960,6 +1096,101 @@ if AUDIT and audit_agree is not None:
     )
 else:
     display(Markdown("Fewer than two judges' labels in this results folder: no agreement to measure."))
+
+
+# %% [markdown]
+# ## Greedy or the adopted decoding
+#
+# The generator's adopted decoding (the levers section: greedy plus four nucleus samples per row, the chooser keeping one by the rating classifier and the similarity to the pair) was chosen on held-out explanations for variety and for closeness to people's words. Its first candidate is the greedy explanation, which the stage keeps beside the chosen one (`explanation_greedy.parquet`). What did choosing change? First the automatic measures of both on feedback_test (majority rating; Δ = adopted minus greedy, paired over the items, resampled within domains, Holm over the three metrics); then a blind reading of both on the audit's items.
+
+# %% tags=["hide-input"]
+if GREEDY_ROWS:
+    say(
+        f"the chooser kept the greedy text for {KEPT_GREEDY:.0%} of the {len(gen):,} items; elsewhere it kept a "
+        "sampled candidate"
+    )
+    display(variety_table(decoding_variety).rename(index=SOURCE_NAMES))
+    print(decoding_auto.signature())
+    display(
+        comparison_table(
+            decoding_auto.table,
+            names=["metric", "explainer"],
+            scale=1.0,
+            digits=3,
+            mean_header="adopted",
+            delta_header="Δ vs greedy",
+            n_resamples=decoding_auto.n_resamples,
+        )
+        .droplevel("explainer")  # one pair: its name is the table's
+        .rename(index=NAMES)
+    )
+else:
+    display(NO_GREEDY)
+
+# %% [markdown]
+# **Read blind.** A second sheet (`results/explanation_audit_decoding/`, drawn by `tools/audit_sheet.py --sources generator,generator_greedy --folder explanation_audit_decoding`) holds the same items as the audit above (one seed draws the same items for every sheet), each with its two explanations of the majority rating, the adopted and the greedy one, shuffled behind row ids and shown as before; where the chooser kept the greedy text the two rows read the same. Two new judges (instances of the same AI model, who had not read the first sheet) labelled it by the same rubric. Mean score per dimension with its 95% CI over the items, then the adopted decoding minus greedy (paired over the items, resampled within majority rating, Holm over the four dimensions), the share of rows every judge gave the best label and 0, and the judges' agreement.
+
+# %% tags=["hide-input"]
+if DECODING_AUDIT:
+    say(
+        f"{len(decoding_key)} explanations of {len(decoding_key.drop_duplicates(['domain', 'item_id']))} items; "
+        f"labelled texts changed in the results since the sheet was drawn: {len(decoding_changed)}"
+    )
+    for name, who in audit_judges(RESULTS, DECODING_FOLDER).items():
+        if name in decoding_judges:
+            say(f"judge {name}: {who}")
+    shown_means = decoding_means.reset_index().rename(columns={"mean": "accuracy"})
+    shown_means["source"] = shown_means["source"].map(SOURCE_NAMES)
+    shown_means["dimension"] = shown_means["dimension"].map(DIMENSION_NAMES)
+    display(
+        ci_table(
+            shown_means,
+            rows="source",
+            columns="dimension",
+            row_order=[SOURCE_NAMES[s] for s in DECODING_SHOWN],
+            column_order=list(DIMENSION_NAMES.values()),
+            scale=1.0,
+            digits=2,
+        )
+    )
+    print(decoding_vs.signature())
+    display(
+        comparison_table(
+            decoding_vs.table,
+            names=["dimension", "source"],
+            scale=1.0,
+            digits=2,
+            mean_header="adopted",
+            delta_header="Δ vs greedy",
+            n_resamples=decoding_vs.n_resamples,
+        )
+        .droplevel("source")
+        .rename(index=DIMENSION_NAMES)
+    )
+    display(
+        pd.concat({DIMENSION_NAMES[d]: f for d, f in decoding_shares.items()}, axis=1)
+        .rename(index=SOURCE_NAMES, columns={"top": "best", "zero": "0"})
+        .reindex([SOURCE_NAMES[s] for s in DECODING_SHOWN])
+        .map(lambda v: f"{v:.0%}")
+        .rename_axis("source")
+    )
+    if decoding_agree is not None:
+        say(
+            "the judges' agreement per dimension (same label; unweighted Cohen's kappa): "
+            + "; ".join(
+                f"{DIMENSION_NAMES[d]} {r['same']:.0%}, {r['kappa']:.2f}"
+                for d, r in decoding_agree.iterrows()
+            )
+        )
+elif GREEDY_ROWS:
+    display(
+        Markdown(
+            f"This results folder holds no `{DECODING_FOLDER}/`: `tools/audit_sheet.py --sources "
+            f"generator,generator_greedy --folder {DECODING_FOLDER}` draws its sheet (README, *The pipeline*)."
+        )
+    )
+else:
+    display(NO_GREEDY)
 
 
 # %% [markdown]
