@@ -320,6 +320,23 @@ def audit_estimates(outcomes):
     ).set_index(["dimension", "source"])
 
 
+def means_table(estimates, shown):
+    """An audit's estimates under the reader's names (long, as the figure reads them) and as a CI table."""
+    named = estimates.reset_index().rename(columns={"mean": "accuracy"})
+    named["source"] = named["source"].map(SOURCE_NAMES)
+    named["dimension"] = named["dimension"].map(DIMENSION_NAMES)
+    table = ci_table(
+        named,
+        rows="source",
+        columns="dimension",
+        row_order=[SOURCE_NAMES[s] for s in shown],
+        column_order=list(DIMENSION_NAMES.values()),
+        scale=1.0,
+        digits=2,
+    )
+    return named, table
+
+
 # the audit: each source's mean per dimension with its CI, and each source against people
 AUDIT_PLAIN, AUDIT_FINDING = "", ""
 if AUDIT:
@@ -987,20 +1004,8 @@ else:
 
 # %% tags=["hide-input"]
 if AUDIT:
-    means = audit_means.reset_index().rename(columns={"mean": "accuracy"})
-    means["source"] = means["source"].map(SOURCE_NAMES)
-    means["dimension"] = means["dimension"].map(DIMENSION_NAMES)
-    display(
-        ci_table(
-            means,
-            rows="source",
-            columns="dimension",
-            row_order=[SOURCE_NAMES[s] for s in AUDIT_SHOWN],
-            column_order=list(DIMENSION_NAMES.values()),
-            scale=1.0,
-            digits=2,
-        )
-    )
+    means, means_shown = means_table(audit_means, AUDIT_SHOWN)
+    display(means_shown)
     say(
         "What a mean hides: the share of each source's explanations that every judge gave the best label (2), "
         "and the share every judge gave 0, for three dimensions:"
@@ -1139,20 +1144,7 @@ if DECODING_AUDIT:
     for name, who in audit_judges(RESULTS, DECODING_FOLDER).items():
         if name in decoding_judges:
             say(f"judge {name}: {who}")
-    shown_means = decoding_means.reset_index().rename(columns={"mean": "accuracy"})
-    shown_means["source"] = shown_means["source"].map(SOURCE_NAMES)
-    shown_means["dimension"] = shown_means["dimension"].map(DIMENSION_NAMES)
-    display(
-        ci_table(
-            shown_means,
-            rows="source",
-            columns="dimension",
-            row_order=[SOURCE_NAMES[s] for s in DECODING_SHOWN],
-            column_order=list(DIMENSION_NAMES.values()),
-            scale=1.0,
-            digits=2,
-        )
-    )
+    display(means_table(decoding_means, DECODING_SHOWN)[1])
     print(decoding_vs.signature())
     display(
         comparison_table(
