@@ -337,6 +337,19 @@ def means_table(estimates, shown):
     return named, table
 
 
+def vs_greedy_table(cmp, within, system, digits):
+    """A comparison of the adopted decoding with greedy as a reader's table, one row per ``within`` value."""
+    return comparison_table(
+        cmp.table,
+        names=[within, system],
+        scale=1.0,
+        digits=digits,
+        mean_header="adopted",
+        delta_header="Δ vs greedy",
+        n_resamples=cmp.n_resamples,
+    ).droplevel(system)  # one pair: its name is the table's
+
+
 # the audit: each source's mean per dimension with its CI, and each source against people
 AUDIT_PLAIN, AUDIT_FINDING = "", ""
 if AUDIT:
@@ -1116,19 +1129,7 @@ if GREEDY_ROWS:
     )
     display(variety_table(decoding_variety).rename(index=SOURCE_NAMES))
     print(decoding_auto.signature())
-    display(
-        comparison_table(
-            decoding_auto.table,
-            names=["metric", "explainer"],
-            scale=1.0,
-            digits=3,
-            mean_header="adopted",
-            delta_header="Δ vs greedy",
-            n_resamples=decoding_auto.n_resamples,
-        )
-        .droplevel("explainer")  # one pair: its name is the table's
-        .rename(index=NAMES)
-    )
+    display(vs_greedy_table(decoding_auto, "metric", "explainer", 3).rename(index=NAMES))
 else:
     display(NO_GREEDY)
 
@@ -1146,19 +1147,7 @@ if DECODING_AUDIT:
             say(f"judge {name}: {who}")
     display(means_table(decoding_means, DECODING_SHOWN)[1])
     print(decoding_vs.signature())
-    display(
-        comparison_table(
-            decoding_vs.table,
-            names=["dimension", "source"],
-            scale=1.0,
-            digits=2,
-            mean_header="adopted",
-            delta_header="Δ vs greedy",
-            n_resamples=decoding_vs.n_resamples,
-        )
-        .droplevel("source")
-        .rename(index=DIMENSION_NAMES)
-    )
+    display(vs_greedy_table(decoding_vs, "dimension", "source", 2).rename(index=DIMENSION_NAMES))
     display(
         pd.concat({DIMENSION_NAMES[d]: f for d, f in decoding_shares.items()}, axis=1)
         .rename(index=SOURCE_NAMES, columns={"top": "best", "zero": "0"})
