@@ -92,7 +92,7 @@ classifier = stage["rating_classifier_heldout_accuracy_by_rating"]
 # a results folder of one's own rerun has none until tools/audit_sheet.py draws one
 AUDIT = has_audit(RESULTS)
 NO_AUDIT = Markdown(
-    "This results folder holds no explanation audit (`explanation_audit/`): `tools/audit_sheet.py` draws its blind "
+    "This results folder holds no labelled explanation audit (`explanation_audit/`): `tools/audit_sheet.py` draws its blind "
     "sheet from the results, and the judges' labels go beside it (README, *The pipeline*)."
 )
 if AUDIT:
@@ -1166,8 +1166,9 @@ if DECODING_AUDIT:
 elif GREEDY_ROWS:
     display(
         Markdown(
-            f"This results folder holds no `{DECODING_FOLDER}/`: `tools/audit_sheet.py --sources "
-            f"generator,generator_greedy --folder {DECODING_FOLDER}` draws its sheet (README, *The pipeline*)."
+            f"This results folder holds no labelled `{DECODING_FOLDER}/`: `tools/audit_sheet.py --sources "
+            f"generator,generator_greedy --folder {DECODING_FOLDER}` draws its sheet, and the judges' labels go "
+            "beside it (README, *The pipeline*)."
         )
     )
 else:

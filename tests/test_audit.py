@@ -296,7 +296,10 @@ def test_has_audit_and_who_the_judges_are(tmp_path: Path) -> None:
     assert not has_audit(results, "explanation_audit_decoding")
     other = results / "explanation_audit_decoding"
     shutil.copytree(results / "explanation_audit", other)
-    (other / "judge_b.csv").unlink()
+    for judge in ("a", "b"):
+        (other / f"judge_{judge}.csv").rename(other / f"labels_{judge}.txt")
+    assert not has_audit(results, "explanation_audit_decoding")  # a sheet no judge has labelled yet
+    (other / "labels_a.txt").rename(other / "judge_a.csv")
     (other / "judges.json").write_text('{"a": "a person"}')
     key, judges = load_audit(results, "explanation_audit_decoding")
     assert len(key) == 3

@@ -217,12 +217,16 @@ def audit_judges(results_dir: Path, folder_name: str = AUDIT_FOLDER) -> dict[str
 
 
 def has_audit(results_dir: Path, folder_name: str = AUDIT_FOLDER) -> bool:
-    """Whether ``results_dir`` holds an explanation audit (its ``<folder_name>/key.csv``).
+    """Whether ``results_dir`` holds a labelled explanation audit (key and a judge's labels).
 
-    A results folder of one's own rerun has none until ``tools/audit_sheet.py`` draws one; the
-    chapters then say so instead of showing labels of other explanations.
+    That is ``<folder_name>/key.csv`` and at least one ``judge_<name>.csv`` beside it. A results
+    folder of one's own rerun has none until ``tools/audit_sheet.py`` draws a sheet and a judge
+    labels it; the chapters then say so instead of showing labels of other explanations. A sheet
+    drawn but not yet labelled is not an audit: it is committed before any label, so that the
+    draw is seen to come first, and the chapters must not fail on it.
     """
-    return (results_dir / folder_name / "key.csv").is_file()
+    folder = results_dir / folder_name
+    return (folder / "key.csv").is_file() and bool(_judge_files(folder))
 
 
 def load_audit(
