@@ -528,7 +528,10 @@ if GREEDY_ROWS:
                 f"({paired_text(by_dim.loc[d], decoding_vs.n_resamples, 2)})"
                 for d in DIMENSIONS
             )
-            + ": the adopted decoding is "
+            + ": "
+        )
+        DECODING_VERDICT = (
+            "the adopted decoding is "
             + (
                 "judged worse on "
                 + " and ".join(lost)
@@ -540,7 +543,18 @@ if GREEDY_ROWS:
                     else "not told apart from greedy on any dimension"
                 )
             )
+            # what a mean hides: the rows every judge calls incoherent, which sampled candidates add
+            + "; incoherent to every judge: greedy "
+            + f"{decoding_shares['fluent'].loc[GREEDY, 'zero']:.0%}, adopted "
+            + f"{decoding_shares['fluent'].loc['generator', 'zero']:.0%}"
+            + (
+                " (the held-out rule that adopted it weighs variety, similarity, consistency and ROUGE-L, "
+                "not fluency)"
+                if DIMENSION_NAMES["fluent"] in lost
+                else ""
+            )
         )
+        DECODING_FINDING += DECODING_VERDICT
     DECODING_FINDING += "."
 lines = [
     (
@@ -1148,6 +1162,7 @@ if DECODING_AUDIT:
     display(means_table(decoding_means, DECODING_SHOWN)[1])
     print(decoding_vs.signature())
     display(vs_greedy_table(decoding_vs, "dimension", "source", 2).rename(index=DIMENSION_NAMES))
+    say(DECODING_VERDICT)
     display(
         pd.concat({DIMENSION_NAMES[d]: f for d, f in decoding_shares.items()}, axis=1)
         .rename(index=SOURCE_NAMES, columns={"top": "best", "zero": "0"})
