@@ -245,9 +245,13 @@ PAIRS = {(it.domain, it.item_id): (it.question, it.passage.text) for f in test_f
 
 
 def variety_row(frame):
-    """:func:`variety` of one explainer's rows (their items' question and passage for grounding)."""
+    """:func:`variety` of one explainer's rows (their items' question and passage for grounding), and the
+    share of its rows without a non-word (the stage's count; NaN for results from before it counted)."""
     pairs = [PAIRS[(d, i)] for d, i in zip(frame["domain"], frame["item_id"], strict=True)]
-    return variety(frame["explanation"].tolist(), pairs, words=4)
+    row = variety(frame["explanation"].tolist(), pairs, words=4)
+    if "nonwords" in frame:
+        row["no_nonword"] = float((frame["nonwords"] == 0).mean())
+    return row
 
 
 grounded = {
@@ -491,7 +495,13 @@ if GREEDY_ROWS:
         f"from, feedback_test, majority rating; the chooser kept the greedy text for {KEPT_GREEDY:.0%} of the "
         f"items; the section *Greedy or the adopted decoding*): top opening {g_var['opening_share']:.0%} to "
         f"{a_var['opening_share']:.0%}, distinct {g_var['distinct']:.0%} to {a_var['distinct']:.0%}, "
-        f"embedding similarity {auto.loc['embedding_sim', 'baseline_mean']:.3f} to "
+        + (
+            f"explanations without a non-word {g_var['no_nonword']:.0%} to {a_var['no_nonword']:.0%}, "
+            if g_var["no_nonword"] == g_var["no_nonword"]
+            and a_var["no_nonword"] == a_var["no_nonword"]  # not NaN
+            else ""
+        )
+        + f"embedding similarity {auto.loc['embedding_sim', 'baseline_mean']:.3f} to "
         f"{auto.loc['embedding_sim', 'mean']:.3f} ({paired_text(auto.loc['embedding_sim'], decoding_auto.n_resamples, 3)}), "
         f"consistency {auto.loc['consistent', 'baseline_mean']:.3f} to {auto.loc['consistent', 'mean']:.3f} "
         f"({paired_text(auto.loc['consistent'], decoding_auto.n_resamples, 3)}), ROUGE-L "
@@ -556,6 +566,21 @@ if GREEDY_ROWS:
         )
         DECODING_FINDING += DECODING_VERDICT
     DECODING_FINDING += "."
+# words no training text holds (the stage's lexicon): counted by stages from stop 51 on
+NONWORD_FINDING = ""
+if "nonwords" in gen and "nonwords" in humans:
+    clean = {
+        "the generator's": gen,
+        **({"its greedy ones": greedy_major} if GREEDY_ROWS and "nonwords" in greedy_major else {}),
+        "people's": humans,
+    }
+    clean_share = {name: float((frame["nonwords"] == 0).mean()) for name, frame in clean.items()}
+    NONWORD_FINDING = (
+        "Words that no training explanation, question or passage holds (a fluency check without a language "
+        "model; the variety table): "
+        + ", ".join(f"{share:.0%} of {name}" for name, share in clean_share.items())
+        + " explanations have none."
+    )
 lines = [
     (
         f"This results folder holds no {' or '.join(UNRATED)} item explained both by the explainers (majority "
@@ -640,6 +665,7 @@ lines = [
         else "at least as many of the pair's own words as people do"
     )
     + " (the variety table below; the examples show what it names).",
+    NONWORD_FINDING,
     (
         f"Decoding, adopted on held-out explanations by the rule below: {chosen.name}"
         if USED == "adopted"
@@ -682,7 +708,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines if x)))
 #
 # - `template`: one fixed, hand-written sentence per rating (the floor);
 # - `retrieval_same_rating`: the explanation of the most similar training (question, passage) pair with the same rating (zero-shot MiniLM embeddings, cosine); `retrieval_any_rating`: the same without the rating filter;
-# - `generator`: an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (transformers `EncoderDecoderModel`; its cross-attention and its output layer's transform start untrained, since the pretrained models available to this project are sentence encoders, none an English sequence-to-sequence model: a deviation from the paper's BART-large). The encoder reads (question, passage); the **rating is the decoder's forced first tokens** (`excellent:`, `bad:`, ...), cut from the output, so the decoder sees it through its pretrained self-attention. Trained on every annotator's explanation (the explanations of one pair share an encoder pass), the epoch with the lowest held-out loss kept. It writes a greedy explanation and samples four more (nucleus sampling, p = 0.9, with the project's own sampler, `models/sampling.py`: the same nucleus as transformers' top-p, found without sorting the whole vocabulary at every step), either for every row or only where a TF-IDF logistic regression trained on human training explanations (the chooser's classifier, not the evaluation's) does not read the greedy one as the rating, and keeps the candidate with the highest log P(rating | text) + w × cosine(text, question + passage), greedy included. Whether to sample for every row or only where greedy disagrees, the weight w, and a penalty against the generator's over-used openings are chosen on held-out explanations by a pre-specified rule (the levers section); the findings name the decoding used.
+# - `generator`: an encoder-decoder warm-started from two copies of all-MiniLM-L6-v2 (transformers `EncoderDecoderModel`; its cross-attention and its output layer's transform start untrained, since the pretrained models available to this project are sentence encoders, none an English sequence-to-sequence model: a deviation from the paper's BART-large). The encoder reads (question, passage); the **rating is the decoder's forced first tokens** (`excellent:`, `bad:`, ...), cut from the output, so the decoder sees it through its pretrained self-attention. Trained on every annotator's explanation (the explanations of one pair share an encoder pass), the epoch with the lowest held-out loss kept. It writes a greedy explanation and samples four more (nucleus sampling, p = 0.9, with the project's own sampler, `models/sampling.py`: the same nucleus as transformers' top-p, found without sorting the whole vocabulary at every step), either for every row or only where a TF-IDF logistic regression trained on human training explanations (the chooser's classifier, not the evaluation's) does not read the greedy one as the rating, and keeps the candidate with the highest log P(rating | text) + w × cosine(text, question + passage), greedy included. Whether to sample for every row or only where greedy disagrees, the weight w, a penalty against the generator's over-used openings and one against words no training text holds are chosen on held-out explanations by a pre-specified rule (the levers section); the findings name the decoding used.
 #
 # **Given the rating.** Every explainer here is told the rating it explains (the annotators' majority; the `feedback_kl` reranker's prediction; or, in *Explaining the QA system's own answers*, the rating that system's reranker predicts) and writes a justification of it; the explain-then-rate reranker, which writes an explanation *before* rating and rates from it, has its own chapter. **How the paper judged explanations**: with people (a study of whether the generated explanations help users decide whether an answer is correct); this project cannot run a user study, so it measures automatic proxies instead (similarity and ROUGE-L to the annotators' explanations, consistency with the rating, variety, grounding) and a small blind reading by two AI judges (*Read by two judges*), and none of its numbers is comparable to the paper's human judgements.
 #
@@ -915,7 +941,7 @@ for r in RATED:
 # %% [markdown]
 # ## Variety and grounding
 #
-# People explain each answer in their own words; a system that writes a few stock sentences can still score well on consistency and word overlap. Per explainer (majority rating) and for the annotators: the share of **distinct** explanations, the **most common opening** (first four words, lower-cased) and the share of explanations it opens, the mean length in words, and **grounding**: the share of an explanation's content words (not stop words) that occur in its question or passage, a rough measure of how much of what it names is about the pair at hand (generic words such as "answer" count as not found, for everyone alike).
+# People explain each answer in their own words; a system that writes a few stock sentences can still score well on consistency and word overlap. Per explainer (majority rating) and for the annotators: the share of **distinct** explanations, the **most common opening** (first four words, lower-cased) and the share of explanations it opens, the mean length in words, and **grounding**: the share of an explanation's content words (not stop words) that occur in its question or passage, a rough measure of how much of what it names is about the pair at hand (generic words such as "answer" count as not found, for everyone alike). Where the results count them, **no non-word** is the share of explanations all of whose words occur in some training explanation, question or passage (the stage's lexicon; people's test explanations are not in it, so their typos and rare words are their own baseline): a fluency check that needs no language model.
 
 # %% tags=["hide-input"]
 # PAIRS and variety_row: defined with the findings (grounding is one of them)
@@ -1193,7 +1219,7 @@ else:
 # %% [markdown]
 # ## What each lever changed (held-out explanations)
 #
-# Decided on the held-out 20% of the training questions, never on feedback_test: every (pair, rating) among the held-out explanations is explained once and scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both (the chooser), for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser scores a candidate by the classifier's log probability of the rating plus a **similarity weight** times its cosine similarity to the pair (rows named `3 x similarity` or `10 x similarity`; rows that name no weight use 1): a cosine lies in [-1, 1] while a log probability spans several units, so the table tries weights up to 10. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences. The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the evaluation classifier's accuracy on held-out human explanations of that rating (the `classifier acc.` column of the consistency table), its similarity at least the retrieval reference's and its ROUGE-L at least the template's; where none qualifies, the configured decoding (the row marked `used`). Columns: consistency per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening) and grounding; `[misses: …]` after a policy row's name lists the bars of the rule it misses (`none`: it qualifies); rows without it are not policies the rule can adopt.
+# Decided on the held-out 20% of the training questions, never on feedback_test: every (pair, rating) among the held-out explanations is explained once and scored against all of that pair's human explanations. **Longer training**: greedy decoding after every epoch (first rows of the held-out set). **Decoding**: greedy, greedy with a repetition penalty, one sampled candidate, the best of greedy + sampled candidates by the rating classifier, by the similarity to the pair, or by both (the chooser), for every row, and the same only for rows whose greedy explanation the chooser's classifier reads as another rating. The chooser scores a candidate by the classifier's log probability of the rating plus a **similarity weight** times its cosine similarity to the pair (rows named `3 x similarity` or `10 x similarity`; rows that name no weight use 1): a cosine lies in [-1, 1] while a log probability spans several units, so the table tries weights up to 10. The chooser's **opening penalty** subtracts from a candidate's score its opening's share of the generator's greedy explanations times a weight, against the generator's stock sentences; its **non-word penalty** subtracts a weight (10, more than the other terms usually differ by) per word of the candidate that no training explanation, question or passage holds (sampled wordpieces join into words such as "apprenticeshipes"; *Greedy or the adopted decoding* found them read as incoherent). The `reference:` rows are the template and the rating-filtered retrieval explainer on the same rows, where the stage measured them. **The adoption rule** (pre-specified): of the chooser's policies, the stage explains feedback_test with the one that has the lowest top-opening share while its consistency with every rating stays at least the evaluation classifier's accuracy on held-out human explanations of that rating (the `classifier acc.` column of the consistency table), its similarity at least the retrieval reference's, its ROUGE-L at least the template's, and its share of explanations without a non-word at least greedy decoding's (a bar added at stop 51, after the blind reading of the decoding below; the rows are still held-out ones); where none qualifies, the configured decoding (the row marked `used`). Columns: consistency per rating (Exc., Acc., CbI = Could be Improved, Bad), embedding similarity, ROUGE-L, share distinct, and where measured the share of the most common 4-word opening (top opening), grounding and the share of explanations without a non-word (no non-word); `[misses: …]` after a policy row's name lists the bars of the rule it misses (`none`: it qualifies); rows without it are not policies the rule can adopt.
 
 # %% tags=["hide-input"]
 epochs = pd.DataFrame(stage["generator_history"]["epochs"]).set_index("epoch")
@@ -1228,6 +1254,7 @@ LEVER_COLUMNS = {
     "distinct": "distinct",
     "opening_share": "top opening",
     "grounding": "grounding",
+    "no_nonword": "no non-word",
 }
 # the variety columns where the stage measured them
 shown_columns = {c: name for c, name in LEVER_COLUMNS.items() if c in levers.columns}
@@ -1241,12 +1268,12 @@ lever_table["sim."] = levers["embedding_sim"].round(3).to_numpy()
 # and ROUGE-L against the template's: both to three decimals
 lever_table["ROUGE-L"] = levers["rouge_l"].round(3).to_numpy()
 # shares in % as in the variety table
-for share in ("distinct", "top opening"):
+for share in ("distinct", "top opening", "no non-word"):
     if share in lever_table:
         lever_table[share] = [f"{v:.1%}" for v in lever_table[share].astype(float)]
 # which bars of the adoption rule each policy row misses (the rule of fqa_analysis.core.levers)
 BAR_NAMES = {**{f"consistent_{r}": LEVER_COLUMNS[f"consistent_{r}"] for r in RATINGS}, "embedding_sim": "sim.",
-             "rouge_l": "ROUGE-L"}  # fmt: skip
+             "rouge_l": "ROUGE-L", "no_nonword": "no non-word"}  # fmt: skip
 misses = [
     None if m is None else (", ".join(BAR_NAMES[c] for c in m) or "none")
     for m in policy_misses(levers, classifier)
@@ -1269,6 +1296,7 @@ BAR_WORDS = {
     **{f"consistent_{r}": f"{r} consistency" for r in RATINGS},
     "embedding_sim": "similarity",
     "rouge_l": "ROUGE-L",
+    "no_nonword": "share without a non-word",
 }
 margins = sorted((chosen[c] - bar, BAR_WORDS[c], chosen[c], bar) for c, bar in rule_bars(levers, classifier))
 say(

@@ -225,6 +225,13 @@ def _parser() -> argparse.ArgumentParser:
         f"levers adopt it; {DecodeConfig.sim_weight:g} where none qualifies)",
     )
     run_p.add_argument(
+        "--explain-nonword-weight",
+        type=_float_in(0.0, 100.0),
+        help="explanation chooser: penalty per word of a candidate that no training explanation, question "
+        "or passage holds, 0..100; given, it fixes the decoding of feedback_test (default: the held-out "
+        f"levers adopt it; {DecodeConfig.nonword_weight:g} where none qualifies)",
+    )
+    run_p.add_argument(
         "--explain-rate-epochs",
         type=_int_in(1),
         help=f"explain-then-rate reranker epochs (default: {ExplainRateConfig.epochs})",
@@ -312,6 +319,7 @@ STAGES: dict[str, set[str]] = {
         "explain_candidates",
         "explain_opening_weight",
         "explain_sim_weight",
+        "explain_nonword_weight",
         "max_steps",
     },
     # the beyond stage loads (or trains) the rerank stage's models, so it reads their options too
@@ -573,9 +581,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
             else args.explain_opening_weight
         )
         sim = DecodeConfig.sim_weight if args.explain_sim_weight is None else args.explain_sim_weight
-        decode = DecodeConfig(candidates=candidates, opening_weight=opening, sim_weight=sim)
+        nonword = (
+            DecodeConfig.nonword_weight
+            if args.explain_nonword_weight is None
+            else args.explain_nonword_weight
+        )
+        decode = DecodeConfig(
+            candidates=candidates, opening_weight=opening, sim_weight=sim, nonword_weight=nonword
+        )
         # a weight given by hand fixes the decoding; otherwise the held-out levers adopt one
-        by_hand = args.explain_opening_weight is not None or args.explain_sim_weight is not None
+        by_hand = any(
+            w is not None
+            for w in (args.explain_opening_weight, args.explain_sim_weight, args.explain_nonword_weight)
+        )
         explain = ExplainRunConfig(generator=generator, decode=decode, subset=args.subset, adopt=not by_hand)
         _report(run_explain(data_dir, args.out, explain, args.cache_dir))
     if args.stage in ("all", "beyond"):

@@ -72,6 +72,10 @@ from fqa_analysis.cli import main
             "argument --explain-sim-weight: 101 is out of range (allowed: 0..100)",
         ),
         (
+            ["explain", "--explain-nonword-weight", "-2"],
+            "argument --explain-nonword-weight: -2 is out of range (allowed: 0..100)",
+        ),
+        (
             ["explain_rate", "--explain-rate-unlikelihood", "-0.5"],
             "argument --explain-rate-unlikelihood: -0.5 is out of range (allowed: 0..100)",
         ),

@@ -242,6 +242,34 @@ def test_generator_resumed_from_a_checkpoint_saves_the_weights_of_an_uninterrupt
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_the_nonword_penalty_keeps_a_candidate_made_of_known_words() -> None:
+    from fqa_analysis.core.text_metrics import lexicon, nonwords
+
+    train = [
+        _example("q1", "Bad", "Off topic, wrong subject."),
+        _example("q2", "Bad", "Off topic, about travel."),
+        _example("q3", "Excellent", "Great answer, fully answers it."),
+        _example("q4", "Excellent", "Great, gives every detail."),
+    ]
+    known = lexicon(["off topic about social distancing and masks"])
+    # a token with a digit ("2m") is not a word to check; a typo or a joined wordpiece is not in the lexicon
+    assert nonwords("Off topic: social dinc and masks 2m", known) == ["dinc"]
+    rows = [("q", "p", "Bad")]
+    # the classifier prefers the first (two non-words); one penalty per non-word turns it round
+    candidates = [["off topic social dinc masksk", "about masks"]]
+    chooser = CandidateChooser(train, encoder=_WordEncoder(), sim_weight=0.0, known=known)
+    assert chooser.choose(rows, candidates) == [0]
+    assert chooser.with_weights(1.0, 0.0, nonword_weight=10.0).choose(rows, candidates) == [1]
+    # equal non-words: the penalty does not decide
+    assert chooser.with_weights(1.0, 0.0, nonword_weight=10.0).choose(
+        rows, [["off topic", "about masks"]]
+    ) == [0]
+    with pytest.raises(ValueError, match="needs a lexicon"):
+        CandidateChooser(train, encoder=_WordEncoder(), nonword_weight=1.0)
+    with pytest.raises(ValueError, match="needs a lexicon"):
+        CandidateChooser(train, encoder=_WordEncoder()).with_weights(1.0, 0.0, nonword_weight=1.0)
+
+
 def test_variety_counts_distinct_texts_openings_and_grounded_words() -> None:
     from fqa_analysis.core.text_metrics import content_words, grounding, variety
 

@@ -36,6 +36,21 @@ def test_adopt_policy_takes_the_qualifying_row_even_when_another_opens_less() ->
     assert adopt_policy(_levers(), {"Bad": 0.5}) == "p1"
 
 
+def test_a_policy_must_write_no_more_nonwords_than_greedy() -> None:
+    levers = _levers().assign(no_nonword=[0.95, 0.96, 0.9, 0.95, 1.0, 0.99])
+    # p1 keeps 0.96 >= greedy's 0.95; p3 ties greedy (0.95 is not below it)
+    assert policy_misses(levers, {"Bad": 0.7})[:4] == [
+        None,
+        [],
+        ["consistent_Bad", "rouge_l", "no_nonword"],
+        ["embedding_sim"],
+    ]
+    levers.loc[1, "no_nonword"] = 0.94  # p1 now writes more non-words than greedy: nothing qualifies
+    assert adopt_policy(levers, {"Bad": 0.7}) is None
+    # a table from before the column (no no_nonword) applies no such bar
+    assert adopt_policy(levers.drop(columns="no_nonword"), {"Bad": 0.7}) == "p1"
+
+
 def test_missing_reference_row_does_not_apply_its_bar() -> None:
     levers = _levers()
     levers = levers[levers["lever"] != "reference: template"].reset_index(drop=True)

@@ -18,7 +18,7 @@ from fqa_analysis.cli import main
 from fqa_analysis.core.candidates import validate_candidates
 from fqa_analysis.models.reranker.variants import VARIANTS
 from fqa_analysis.stages.beyond import BeyondRunConfig
-from fqa_analysis.stages.explain import OPENING_WEIGHTS, SIM_WEIGHTS
+from fqa_analysis.stages.explain import NONWORD_WEIGHTS, OPENING_WEIGHTS, SIM_WEIGHTS
 from fqa_analysis.stages.relevance import RECIPES
 
 SUBSET = 6
@@ -196,10 +196,11 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     accuracy = stage["rating_classifier_heldout_accuracy_by_rating"]
     assert set(accuracy) == {"overall", "Bad", "Could be Improved", "Acceptable", "Excellent"}
     # the held-out levers: greedy, repetition penalty, one sample, best of k by the classifier and
-    # by the similarity; per similarity weight the chooser with no and each opening penalty and the
-    # where-greedy-disagrees policy; then the template and retrieval as references
+    # by the similarity; per similarity weight the chooser with no and each opening penalty, each
+    # with no and each non-word penalty, and the where-greedy-disagrees policy; then the template and
+    # retrieval as references
     levers = pd.read_parquet(out / "explanation_levers.parquet")
-    policies = len(SIM_WEIGHTS) * (len(OPENING_WEIGHTS) + 2)
+    policies = len(SIM_WEIGHTS) * ((len(OPENING_WEIGHTS) + 1) * (len(NONWORD_WEIGHTS) + 1) + 1)
     rows = 5 + policies + 2
     assert levers["lever"].iloc[0] == "greedy" and len(levers) == rows and levers["chosen"].sum() == 1
     assert levers["lever"].tolist()[-2:] == ["reference: template", "reference: retrieval_same_rating"]
@@ -210,6 +211,9 @@ def test_explainers_explain_every_item_and_humans_are_scored(smoke_run: tuple[Pa
     assert stage["decode"]["sample_all"] == (bool(adopted) and "where greedy disagrees" not in adopted[0])
     assert levers["consistent"].between(0, 1).all() and levers["distinct"].between(0, 1).all()
     assert levers["opening_share"].between(0, 1).all() and levers["grounding"].dropna().between(0, 1).all()
+    assert levers["no_nonword"].between(0, 1).all() and stage["lexicon_words"] > 0
+    assert (levers["nonword_weight"] > 0).sum() == len(SIM_WEIGHTS) * (len(OPENING_WEIGHTS) + 1)
+    assert (explanations["nonwords"] >= 0).all() and (humans["nonwords"] >= 0).all()
     assert {"consistent", "select_loss"} <= set(stage["generator_history"]["epochs"][0])
 
 
@@ -362,6 +366,35 @@ def test_chapters_run_on_a_results_folder_holding_a_subset(
     client.execute()  # raises CellExecutionError on any failing cell
     if page == "ablation_loss":
         assert "not in this results folder: `feedback_ce_annotator`" in _outputs(nb) + _markdown_outputs(nb)
+
+
+@pytest.mark.parametrize("page", ["explanations", "explain_rate"])
+def test_explanation_chapters_run_on_a_results_folder_lacking_a_rating(
+    smoke_run: tuple[Path, Path, float], page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rerun on a subset can lack a rating's items: the chapters cover the ratings present and say so."""
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    out, _, _ = smoke_run
+    subset = tmp_path / "results"
+    shutil.copytree(out, subset)
+    for name in ("explanations.parquet", "explanation_greedy.parquet", "explanation_humans.parquet"):
+        rows = pd.read_parquet(subset / name)
+        rows[rows["rating"] != "Acceptable"].to_parquet(subset / name)
+    monkeypatch.setenv("FQA_RESULTS_DIR", str(subset))
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "book" / f"{page}.ipynb", as_version=4)
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises CellExecutionError on any failing cell
+    shown = _outputs(nb) + _markdown_outputs(nb)
+    if page == "explanations":
+        assert "holds no Acceptable item" in shown
+        # a folder of one's own rerun holds no labelled audit: the page says so
+        assert "holds no labelled explanation audit" in shown
 
 
 def _markdown_outputs(nb: Any) -> str:

@@ -456,14 +456,19 @@ def markdown_records(frame: pd.DataFrame, lead: str, fields: Sequence[str]) -> s
 def variety_table(rows: dict[str, dict[str, Any]], index: str = "explainer") -> pd.DataFrame:
     """:func:`~fqa_analysis.core.text_metrics.variety` of several explainers as a reader's table.
 
+    A column ``no non-word`` (the share of texts without a word absent from the lexicon) is shown
+    where some row measured it (``no_nonword`` not NaN).
+
     Example:
         >>> row = {"texts": 4, "distinct": 0.5, "opening": "it is", "opening_share": 0.25, "words": 3.0,
         ...        "grounding": 0.333}
         >>> [str(v) for v in variety_table({"a": row}).loc["a"]]
         ['4', '50.0%', 'it is', '25.0%', '3.0', '0.33']
+        >>> list(variety_table({"a": {**row, "no_nonword": 0.75}}).loc["a"])[-1]
+        '75.0%'
     """
     varied = pd.DataFrame(rows).T
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "texts": varied["texts"].astype(int),
             "distinct": [f"{v:.1%}" for v in varied["distinct"]],
@@ -473,3 +478,7 @@ def variety_table(rows: dict[str, dict[str, Any]], index: str = "explainer") -> 
             "grounding": varied["grounding"].astype(float).round(2),
         }
     ).rename_axis(index)
+    clean = varied["no_nonword"].astype(float) if "no_nonword" in varied else None
+    if clean is not None and clean.notna().any():
+        table["no non-word"] = [f"{v:.1%}" if v == v else "" for v in clean]
+    return table

@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 __all__ = [
@@ -32,7 +32,9 @@ __all__ = [
     "grounding",
     "lcs_length",
     "leave_one_out",
+    "lexicon",
     "loo_score",
+    "nonwords",
     "opening_counts",
     "opening_of",
     "opening_shares",
@@ -354,8 +356,38 @@ def grounding(explanation: str, question: str, passage: str) -> float:
     return sum(w in source for w in words) / len(words)
 
 
+def lexicon(texts: Iterable[str]) -> frozenset[str]:
+    """Every alphabetic :func:`tokens` word of some texts: what counts as a word in :func:`nonwords`.
+
+    The explain stage builds it from the texts a generator may learn or copy from (training
+    explanations, questions and passages), never from the explanations it is judged against.
+
+    Example:
+        >>> sorted(lexicon(["Visa rules, 2021", "the rules"]))
+        ['rules', 'the', 'visa']
+    """
+    return frozenset(t for text in texts for t in tokens(text) if t.isalpha())
+
+
+def nonwords(text: str, known: frozenset[str]) -> list[str]:
+    """The alphabetic words of a text absent from a :func:`lexicon`, in order.
+
+    A fluency check that needs no language model: a sampled decoder's wordpieces can join into
+    words no text holds ("social dinc", "apprenticeshipes"), which a blind reading found
+    incoherent. People's typos and rare words count too, so people's own rate is the baseline.
+
+    Example:
+        >>> nonwords("the visa rulles for 2021", lexicon(["the visa rules"]))
+        ['rulles', 'for']
+    """
+    return [t for t in tokens(text) if t.isalpha() and t not in known]
+
+
 def variety(
-    texts: Sequence[str], pairs: Sequence[tuple[str, str]] | None = None, words: int = 4
+    texts: Sequence[str],
+    pairs: Sequence[tuple[str, str]] | None = None,
+    words: int = 4,
+    known: frozenset[str] | None = None,
 ) -> dict[str, Any]:
     """How varied and how grounded a set of explanations is.
 
@@ -363,17 +395,21 @@ def variety(
         texts: One explainer's explanations.
         pairs: The (question, passage) each explains, in the same order (None: no grounding).
         words: Length of the opening counted (people's most common 4-word opening covers 6%).
+        known: A :func:`lexicon` (None: no ``no_nonword``).
 
     Returns:
         ``texts``, ``distinct`` (:func:`distinct_share`), ``opening`` and ``opening_share`` (the most
-        common opening, :func:`opening_shares`), ``words`` (mean tokens) and ``grounding`` (mean
-        :func:`grounding` over the texts that have content words; NaN without ``pairs``).
+        common opening, :func:`opening_shares`), ``words`` (mean tokens), ``grounding`` (mean
+        :func:`grounding` over the texts that have content words; NaN without ``pairs``) and
+        ``no_nonword`` (the share of texts without a :func:`nonwords` word; NaN without ``known``).
 
     Example:
         >>> texts = ["the rules are here", "the rules are here", "visa rules"]
-        >>> v = variety(texts, [("visa?", "rules")] * 3, words=2)
+        >>> v = variety(texts, [("visa?", "rules")] * 3, words=2, known=lexicon(["visa rules"]))
         >>> v["distinct"], v["opening"], round(v["opening_share"], 3), round(v["words"], 3), v["grounding"]
         (0.667, 'the rules', 0.667, 3.333, 1.0)
+        >>> round(v["no_nonword"], 3)
+        0.333
     """
     top = opening_shares(texts, words=words, k=1)
     scores = [grounding(t, q, p) for t, (q, p) in zip(texts, pairs, strict=True)] if pairs is not None else []
@@ -385,4 +421,9 @@ def variety(
         "opening_share": top[0][1] if top else float("nan"),
         "words": sum(len(tokens(t)) for t in texts) / len(texts) if texts else float("nan"),
         "grounding": sum(found) / len(found) if found else float("nan"),
+        "no_nonword": (
+            sum(not nonwords(t, known) for t in texts) / len(texts)
+            if known is not None and texts
+            else float("nan")
+        ),
     }

@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from fqa_analysis.cache import atomic_write_json, content_key
 from fqa_analysis.core.ratings import LABELS
-from fqa_analysis.core.text_metrics import opening_counts, opening_of
+from fqa_analysis.core.text_metrics import nonwords, opening_counts, opening_of
 from fqa_analysis.data import FeedbackItem
 from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
 from fqa_analysis.models.reranker.encoder import bf16_autocast
@@ -252,6 +252,10 @@ class DecodeConfig:
     #: probability (1: the earlier behaviour). A cosine lies in [-1, 1] while a log probability
     #: spans several units, so the levers table tries weights up to 10.
     sim_weight: float = 1.0
+    #: Weight of the chooser's penalty against words no training text holds: a candidate loses
+    #: ``nonword_weight`` x its number of :func:`~fqa_analysis.core.text_metrics.nonwords`
+    #: (0: no penalty, the earlier behaviour).
+    nonword_weight: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -508,7 +512,9 @@ class CandidateChooser:
     """Keeps the candidate explanation that a rating classifier and the pair's topic agree on.
 
     Score of a candidate for a row rated r: ``log P(r | text) + sim_weight * cos(text, pair)
-    - opening_weight * share(opening)``, where share is how many of the rows' greedy explanations
+    - opening_weight * share(opening) - nonword_weight * nonwords(text)``, where nonwords counts
+    the candidate's words absent from ``known`` (:func:`~fqa_analysis.core.text_metrics.nonwords`)
+    and share is how many of the rows' greedy explanations
     (the generator's own corpus) open with the candidate's first four words
     (:func:`~fqa_analysis.core.text_metrics.opening_of`),
     where P comes from a TF-IDF (word 1-2 gram) logistic regression trained on human training
@@ -522,6 +528,9 @@ class CandidateChooser:
         sim_weight: Weight of the similarity term (0: classifier only).
         rating_weight: Weight of the classifier term (0: similarity only).
         opening_weight: Weight of the penalty against over-used openings (0: none).
+        nonword_weight: Weight of the penalty per word absent from ``known`` (0: none).
+        known: The :func:`~fqa_analysis.core.text_metrics.lexicon` of words (needed for a
+            non-word penalty).
     """
 
     def __init__(
@@ -531,6 +540,8 @@ class CandidateChooser:
         sim_weight: float = 1.0,
         rating_weight: float = 1.0,
         opening_weight: float = 0.0,
+        nonword_weight: float = 0.0,
+        known: frozenset[str] = frozenset(),
     ) -> None:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
@@ -546,14 +557,27 @@ class CandidateChooser:
         self.sim_weight = sim_weight
         self.rating_weight = rating_weight
         self.opening_weight = opening_weight
+        if nonword_weight and not known:
+            raise ValueError("a non-word penalty needs a lexicon of known words (`known`)")
+        self.nonword_weight, self.known = nonword_weight, known
 
     def with_weights(
-        self, rating_weight: float, sim_weight: float, opening_weight: float = 0.0
+        self,
+        rating_weight: float,
+        sim_weight: float,
+        opening_weight: float = 0.0,
+        nonword_weight: float = 0.0,
     ) -> CandidateChooser:
         """The same fitted chooser with other weights (no refitting)."""
+        if nonword_weight and not self.known:
+            raise ValueError("a non-word penalty needs a lexicon of known words (`known`)")
         other = object.__new__(CandidateChooser)
         other.__dict__.update(
-            self.__dict__, rating_weight=rating_weight, sim_weight=sim_weight, opening_weight=opening_weight
+            self.__dict__,
+            rating_weight=rating_weight,
+            sim_weight=sim_weight,
+            opening_weight=opening_weight,
+            nonword_weight=nonword_weight,
         )
         return other
 
@@ -595,12 +619,16 @@ class CandidateChooser:
             pairs = self.encoder.encode([pair_text(q, p) for q, p, _ in rows], 128, "pairs")
             owner = np.repeat(np.arange(len(rows)), [len(c) for c in candidates])
             sims = np.einsum("ij,ij->i", texts, pairs[owner])
+        unknown = np.zeros(len(flat))
+        if self.nonword_weight:
+            unknown = np.array([len(nonwords(c, self.known)) for c in flat], dtype=float)
         out, lo = [], 0
         for (_, _, rating), cands in zip(rows, candidates, strict=True):
             hi = lo + len(cands)
             rated = log_p[lo:hi, classes.index(rating)] if rating in classes else np.zeros(hi - lo)
             score = self.rating_weight * rated + self.sim_weight * sims[lo:hi]
-            out.append(int(np.argmax(score - self.opening_weight * overuse[lo:hi])))
+            score = score - self.opening_weight * overuse[lo:hi] - self.nonword_weight * unknown[lo:hi]
+            out.append(int(np.argmax(score)))
             lo = hi
         return out
 

@@ -40,7 +40,16 @@ from fqa_analysis.core.levers import policy_misses
 from fqa_analysis.core.ratings import LABELS, majority_label
 from fqa_analysis.core.reranking import score_outcomes, seed_table
 from fqa_analysis.core.results import load_candidates, load_table
-from fqa_analysis.core.text_metrics import bleu, distinct_share, leave_one_out, loo_score, rouge_l, variety
+from fqa_analysis.core.text_metrics import (
+    bleu,
+    distinct_share,
+    leave_one_out,
+    lexicon,
+    loo_score,
+    nonwords,
+    rouge_l,
+    variety,
+)
 from fqa_analysis.errors import DataError, DataProblem
 from fqa_analysis.models.explainer import (
     CACHE_VERSION,
@@ -116,8 +125,9 @@ def _item_metrics(
     items: Sequence[data.FeedbackItem],
     embedder: Embedder,
     classifier: Any,
+    known: frozenset[str],
 ) -> pd.DataFrame:
-    """Per-item metrics of one explainer's texts (leave-one-out references) and consistency."""
+    """Per-item metrics of one explainer's texts (leave-one-out references), consistency, non-words."""
     labels = classifier.predict(embedder.vectors(texts))
     rows = []
     for text, rating, label, it in zip(texts, ratings, labels, items, strict=True):
@@ -128,6 +138,7 @@ def _item_metrics(
                 "bleu": loo_score(text, refs, bleu),
                 "embedding_sim": loo_score(text, refs, embedder.max_cosine),
                 "consistent": float(LABELS[int(label)] == rating),
+                "nonwords": len(nonwords(text, known)),
             }
         )
     return pd.DataFrame(rows)
@@ -142,6 +153,7 @@ def _explainer_frame(
     items: Sequence[data.FeedbackItem],
     embedder: Embedder,
     classifier: Any,
+    known: frozenset[str],
 ) -> pd.DataFrame:
     """One explainer's rows of one rating source: the texts with their :func:`_item_metrics`."""
     return pd.DataFrame(
@@ -154,10 +166,12 @@ def _explainer_frame(
             "rating": list(ratings),
             "explanation": list(texts),
         }
-    ).join(_item_metrics(texts, ratings, items, embedder, classifier))
+    ).join(_item_metrics(texts, ratings, items, embedder, classifier, known))
 
 
-def _human_metrics(items: Sequence[data.FeedbackItem], embedder: Embedder, classifier: Any) -> pd.DataFrame:
+def _human_metrics(
+    items: Sequence[data.FeedbackItem], embedder: Embedder, classifier: Any, known: frozenset[str]
+) -> pd.DataFrame:
     """Every annotator's explanation against the other two (the human ceiling)."""
     texts = [e for it in items for e in it.explanations]
     labels = iter(classifier.predict(embedder.vectors(texts)))
@@ -177,6 +191,7 @@ def _human_metrics(items: Sequence[data.FeedbackItem], embedder: Embedder, class
                     "bleu": bleu(text, refs),
                     "embedding_sim": embedder.max_cosine(text, refs),
                     "consistent": float(LABELS[int(next(labels))] == rating),
+                    "nonwords": len(nonwords(text, known)),
                 }
             )
     return pd.DataFrame(rows)
@@ -230,11 +245,18 @@ REPETITION_PENALTY = 1.3
 OPENING_WEIGHTS: tuple[float, ...] = (1.0, 3.0)
 #: Weights of the chooser's similarity term the levers table tries (1: the earlier chooser).
 SIM_WEIGHTS: tuple[float, ...] = (1.0, 3.0, 10.0)
+#: Weights of the chooser's penalty per non-word (a word no training text holds) the levers table
+#: tries: 10 per word is more than the other terms usually differ by between candidates (a log
+#: probability ratio of e^10, a cosine gap of 1 at similarity weight 10), so the candidate with
+#: fewer non-words nearly always wins.
+NONWORD_WEIGHTS: tuple[float, ...] = (10.0,)
 #: The two decoding policies of the chooser (``DecodeConfig.sample_all`` True / False).
 EVERY_ROW, WHERE_DISAGREES = "every row", "where greedy disagrees"
 
 
-def _chooser_lever(k: int, policy: str, sim_weight: float, opening_weight: float) -> str:
+def _chooser_lever(
+    k: int, policy: str, sim_weight: float, opening_weight: float, nonword_weight: float = 0.0
+) -> str:
     """The levers table's name of a chooser row (names of the earlier table kept for weight 1).
 
     Example:
@@ -244,9 +266,12 @@ def _chooser_lever(k: int, policy: str, sim_weight: float, opening_weight: float
         'best of 5: classifier + 3 x similarity, opening penalty 1'
         >>> _chooser_lever(5, WHERE_DISAGREES, 10.0, 0.0)
         'best of 5 where greedy disagrees, 10 x similarity'
+        >>> _chooser_lever(5, EVERY_ROW, 10.0, 1.0, 10.0)
+        'best of 5: classifier + 10 x similarity, opening penalty 1, non-word penalty 10'
     """
     similarity = "similarity" if sim_weight == 1 else f"{sim_weight:g} x similarity"
     opening = f", opening penalty {opening_weight:g}" if opening_weight else ""
+    opening += f", non-word penalty {nonword_weight:g}" if nonword_weight else ""
     if policy == EVERY_ROW:
         return f"best of {k}: classifier + {similarity}{opening}"
     weighted = "" if sim_weight == 1 else f", {similarity}"
@@ -290,10 +315,14 @@ def _held_out_figures(
     refs: Sequence[Sequence[str]],
     embedder: Embedder,
     classifier: Any,
+    known: frozenset[str],
 ) -> dict[str, float]:
-    """Consistency (overall and per rating), similarity to the pair's explanations, variety, grounding."""
+    """Consistency (overall, per rating), similarity to the pair's explanations, variety, grounding, words.
+
+    ``no_nonword``: the share of texts without a word absent from ``known`` (a lexicon).
+    """
     labels = classifier.predict(embedder.vectors(texts))
-    varied = variety(texts, [(q, p) for q, p, _ in rows])
+    varied = variety(texts, [(q, p) for q, p, _ in rows], known=known)
     consistent = [LABELS[int(label)] == r for label, (_, _, r) in zip(labels, rows, strict=True)]
     shares = _shares_by_rating(consistent, [r for _, _, r in rows])
     return {
@@ -305,6 +334,7 @@ def _held_out_figures(
         "distinct": distinct_share(texts),
         "opening_share": varied["opening_share"],
         "grounding": varied["grounding"],
+        "no_nonword": varied["no_nonword"],
         **{f"consistent_{label}": share for label, share in shares.items()},
     }
 
@@ -323,17 +353,19 @@ def _levers(
     Rows: greedy; greedy with a repetition penalty; one sampled candidate as is; the best of
     greedy + sampled candidates kept by the classifier, the similarity, or both (the chooser),
     for every row, at each similarity weight (:data:`SIM_WEIGHTS`) with and without a penalty
-    against over-used openings (:data:`OPENING_WEIGHTS`); and, at each similarity weight, the
-    chooser's pick only where greedy disagrees with the rating. Column ``chosen`` marks the row
-    that ``decode`` (the stage's setting) reproduces; ``policy`` (``every row`` or
-    ``where greedy disagrees``), ``opening_weight`` and ``sim_weight`` name the decoding of the rows the stage
+    against over-used openings (:data:`OPENING_WEIGHTS`), each with and without a penalty against
+    non-words (:data:`NONWORD_WEIGHTS`, words absent from the chooser's lexicon); and, at each
+    similarity weight, the chooser's pick only where greedy disagrees with the rating. Column
+    ``chosen`` marks the row that ``decode`` (the stage's setting) reproduces; ``policy`` (``every
+    row`` or ``where greedy disagrees``), ``opening_weight``, ``sim_weight`` and ``nonword_weight``
+    name the decoding of the rows the stage
     could adopt (:func:`adopt_policy`), empty elsewhere. ``references`` (e.g. the template and the
     rating-filtered retrieval explainer) are measured on the same rows, as ``reference: <name>``,
     the bars :func:`adopt_policy` holds a policy to.
     """
     rows, refs = _held_out_rows(select)
     nan = float("nan")
-    policies: dict[str, tuple[str, float, float]] = {}
+    policies: dict[str, tuple[str, float, float, float]] = {}
     candidates = generator.candidates_many(rows)
     variants: dict[str, list[str]] = {"greedy": [c[0] for c in candidates]}
     penalised = GeneratorExplainer(
@@ -358,21 +390,24 @@ def _levers(
         # always among them
         agree = chooser.agrees(rows, variants["greedy"])
         chosen = "greedy"
+        stage_penalties = (decode.opening_weight, decode.nonword_weight)
         for sim in sorted({*SIM_WEIGHTS, decode.sim_weight}):
             for opening in sorted({0.0, *OPENING_WEIGHTS, decode.opening_weight}):
-                name = _chooser_lever(k, EVERY_ROW, sim, opening)
-                picks = chooser.with_weights(chooser.rating_weight, sim, opening).choose(rows, candidates)
-                variants[name] = [c[i] for c, i in zip(candidates, picks, strict=True)]
-                policies[name] = (EVERY_ROW, opening, sim)
+                for nonword in sorted({0.0, *NONWORD_WEIGHTS, decode.nonword_weight}):
+                    name = _chooser_lever(k, EVERY_ROW, sim, opening, nonword)
+                    weighted = chooser.with_weights(chooser.rating_weight, sim, opening, nonword)
+                    picks = weighted.choose(rows, candidates)
+                    variants[name] = [c[i] for c, i in zip(candidates, picks, strict=True)]
+                    policies[name] = (EVERY_ROW, opening, sim, nonword)
             # keep greedy where the chooser's classifier already reads it as the rating (the
-            # chooser, at the stage's opening weight, picks for the other rows)
-            every = variants[_chooser_lever(k, EVERY_ROW, sim, decode.opening_weight)]
-            name = _chooser_lever(k, WHERE_DISAGREES, sim, decode.opening_weight)
+            # chooser, at the stage's penalty weights, picks for the other rows)
+            every = variants[_chooser_lever(k, EVERY_ROW, sim, *stage_penalties)]
+            name = _chooser_lever(k, WHERE_DISAGREES, sim, *stage_penalties)
             variants[name] = [c[0] if ok else t for c, ok, t in zip(candidates, agree, every, strict=True)]
-            policies[name] = (WHERE_DISAGREES, decode.opening_weight, sim)
+            policies[name] = (WHERE_DISAGREES, decode.opening_weight, sim, decode.nonword_weight)
             if sim == decode.sim_weight:
                 policy = EVERY_ROW if decode.sample_all else WHERE_DISAGREES
-                chosen = _chooser_lever(k, policy, sim, decode.opening_weight)
+                chosen = _chooser_lever(k, policy, sim, *stage_penalties)
     else:
         chosen = "greedy"
     for explainer in references:
@@ -382,11 +417,12 @@ def _levers(
             {
                 "lever": name,
                 "chosen": name == chosen,
-                "policy": policies.get(name, ("", nan, nan))[0],
-                "opening_weight": policies.get(name, ("", nan, nan))[1],
-                "sim_weight": policies.get(name, ("", nan, nan))[2],
+                "policy": policies.get(name, ("", nan, nan, nan))[0],
+                "opening_weight": policies.get(name, ("", nan, nan, nan))[1],
+                "sim_weight": policies.get(name, ("", nan, nan, nan))[2],
+                "nonword_weight": policies.get(name, ("", nan, nan, nan))[3],
                 "rows": len(rows),
-                **_held_out_figures(texts, rows, refs, embedder, classifier),
+                **_held_out_figures(texts, rows, refs, embedder, classifier, chooser.known),
             }
             for name, texts in variants.items()
         ]
@@ -400,7 +436,9 @@ def adopt_policy(levers: pd.DataFrame, human_consistency: Mapping[str, float]) -
     consistency with each rating is at least the humans' (the consistency classifier's accuracy on
     held-out human explanations of that rating), its embedding similarity at least the
     rating-filtered retrieval explainer's (``reference: retrieval_same_rating``) and its ROUGE-L at
-    least the template's (``reference: template``). Of the qualifying rows, the one with the
+    least the template's (``reference: template``), and its share of explanations without a
+    non-word at least greedy decoding's (row ``greedy``: sampled candidates must not read less like
+    words than greedy). Of the qualifying rows, the one with the
     lowest share of its most common opening; ties go to the configured row (``chosen``), then to
     the table's order. A bar whose reference row is absent is not applied
     (:func:`fqa_analysis.core.levers.policy_misses` names the bars each row misses).
@@ -435,8 +473,8 @@ def adopted_decode(levers: pd.DataFrame, lever: str | None, decode: DecodeConfig
         >>> levers = pd.DataFrame({"lever": ["a"], "policy": ["every row"], "opening_weight": [3.0],
         ...                        "sim_weight": [10.0]})
         >>> d = adopted_decode(levers, "a", DecodeConfig())
-        >>> d.sample_all, d.opening_weight, d.sim_weight
-        (True, 3.0, 10.0)
+        >>> d.sample_all, d.opening_weight, d.sim_weight, d.nonword_weight
+        (True, 3.0, 10.0, 0.0)
     """
     if lever is None:
         return decode
@@ -444,11 +482,19 @@ def adopted_decode(levers: pd.DataFrame, lever: str | None, decode: DecodeConfig
     policy, weight = str(levers["policy"].iloc[at]), float(levers["opening_weight"].to_numpy(dtype=float)[at])
     # tables written before the similarity weight was a lever measured weight 1 only
     sim = float(levers["sim_weight"].to_numpy(dtype=float)[at]) if "sim_weight" in levers else 1.0
-    return replace(decode, sample_all=policy == EVERY_ROW, opening_weight=weight, sim_weight=sim)
+    # and those written before the non-word penalty measured none
+    nonword = float(levers["nonword_weight"].to_numpy(dtype=float)[at]) if "nonword_weight" in levers else 0.0
+    return replace(
+        decode, sample_all=policy == EVERY_ROW, opening_weight=weight, sim_weight=sim, nonword_weight=nonword
+    )
 
 
 def _epoch_monitor(
-    select: Sequence[ExplanationExample], embedder: Embedder, classifier: Any, config: ExplainRunConfig
+    select: Sequence[ExplanationExample],
+    embedder: Embedder,
+    classifier: Any,
+    config: ExplainRunConfig,
+    known: frozenset[str],
 ) -> Any:
     """Held-out figures of greedy decoding after each training epoch (the "longer training" lever)."""
     rows, refs = _held_out_rows(select)
@@ -463,7 +509,7 @@ def _epoch_monitor(
             source_max_len=config.generator.source_max_len,
             bf16=config.generator.bf16,
         )
-        return _held_out_figures(explainer.explain_many(rows), rows, refs, embedder, classifier)
+        return _held_out_figures(explainer.explain_many(rows), rows, refs, embedder, classifier, known)
 
     return monitor
 
@@ -501,6 +547,14 @@ def run_explain(
             "majority": [majority_label(it.ratings, tie="lower") for it in test_items],
         }
         top1, top1_rows = _top1_rows(out_dir, data_dir, config.subset)
+        # what counts as a word: the training explanations and every text an explainer reads (held-out
+        # and test explanations are never in it, so people's own typos and rare words count too)
+        known = lexicon(
+            [t for e in fit for t in (e.question, e.passage_text, e.explanation)]
+            + [t for e in select for t in (e.question, e.passage_text)]
+            + [t for it in test_items for t in (it.question, it.passage.text)]
+            + [t for q, p, _ in top1_rows for t in (q, p)]
+        )
     embedder = Embedder()
     with stage(timings, "rating_classifier"):
         # trained on human training explanations only, fixed before any generator is trained
@@ -511,10 +565,12 @@ def run_explain(
             embedder.encoder,
             sim_weight=config.decode.sim_weight,
             opening_weight=config.decode.opening_weight,
+            nonword_weight=config.decode.nonword_weight,
+            known=known,
         )
         chooser_acc = chooser.accuracy(select)
     with stage(timings, "generator/train"):
-        monitor = _epoch_monitor(select, embedder, classifier, config)
+        monitor = _epoch_monitor(select, embedder, classifier, config, known)
         model_dir, history = train_generator(fit, select, config.generator, cache_root, monitor)
     from_cache["generator/train"] = bool(history["from_cache"])
     generator = GeneratorExplainer.load(model_dir, config.generator, config.decode, chooser)
@@ -539,7 +595,9 @@ def run_explain(
             generator.model,
             generator.tokenizer,
             decode,
-            chooser.with_weights(chooser.rating_weight, decode.sim_weight, decode.opening_weight),
+            chooser.with_weights(
+                chooser.rating_weight, decode.sim_weight, decode.opening_weight, decode.nonword_weight
+            ),
             source_max_len=generator.source_max_len,
             bf16=generator.bf16,
         )
@@ -569,7 +627,15 @@ def run_explain(
                 texts = [texts_of[row] for row in test_rows[source]]
                 frames.append(
                     _explainer_frame(
-                        protocol, explainer.name, source, texts, ratings, test_items, embedder, classifier
+                        protocol,
+                        explainer.name,
+                        source,
+                        texts,
+                        ratings,
+                        test_items,
+                        embedder,
+                        classifier,
+                        known,
                     )
                 )
                 if isinstance(explainer, GeneratorExplainer):
@@ -584,11 +650,12 @@ def run_explain(
                             test_items,
                             embedder,
                             classifier,
+                            known,
                         )
                     )
             top1[explainer.name] = [texts_of[row] for row in top1_rows]
     with stage(timings, "humans"):
-        humans = _human_metrics(test_items, embedder, classifier)
+        humans = _human_metrics(test_items, embedder, classifier, known)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_parquet(out_dir / "explanations.parquet", pd.concat(frames, ignore_index=True))
     atomic_write_parquet(
@@ -613,6 +680,7 @@ def run_explain(
         "rating_classifier_heldout_accuracy": classifier_acc["overall"],
         "rating_classifier_heldout_accuracy_by_rating": classifier_acc,
         "chooser_classifier_heldout_accuracy": chooser_acc,
+        "lexicon_words": len(known),
         # how feedback_test was explained: the configured decoding or the policy the levers adopted
         "adopted_lever": adopted,
         "decode": asdict(decode),
