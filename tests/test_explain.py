@@ -179,13 +179,18 @@ def test_decoder_batch_scores_the_explanation_not_the_forced_prefix() -> None:
     assert mask[1].tolist()[: n - 1] == [1] * (n - 1)
 
 
-def test_chooser_keeps_the_candidate_that_reads_as_the_rating() -> None:
-    train = [
+def _chooser_examples() -> list[ExplanationExample]:
+    """Four training explanations: two Excellent ("great ..."), two Bad ("off topic ...")."""
+    return [
         _example("q1", "Excellent", "Great answer, fully answers it."),
         _example("q2", "Excellent", "Great, gives every detail."),
         _example("q3", "Bad", "Off topic, wrong subject."),
         _example("q4", "Bad", "Off topic, about travel."),
     ]
+
+
+def test_chooser_keeps_the_candidate_that_reads_as_the_rating() -> None:
+    train = _chooser_examples()
     chooser = CandidateChooser(train, encoder=_WordEncoder(), sim_weight=0.0)
     rows = [("q", "passage", "Bad"), ("q", "passage", "Excellent")]
     candidates = [["Great answer.", "Off topic here."], ["Great answer.", "Off topic here."]]
@@ -199,12 +204,7 @@ def test_chooser_keeps_the_candidate_that_reads_as_the_rating() -> None:
 
 
 def test_the_opening_penalty_steers_away_from_the_generators_stock_opening() -> None:
-    train = [
-        _example("q1", "Bad", "Off topic, wrong subject."),
-        _example("q2", "Bad", "Off topic, about travel."),
-        _example("q3", "Excellent", "Great answer, fully answers it."),
-        _example("q4", "Excellent", "Great, gives every detail."),
-    ]
+    train = _chooser_examples()
     chooser = CandidateChooser(train, encoder=_WordEncoder(), sim_weight=0.0)
     # three rows whose greedy explanation (first candidate) opens the same way; the classifier reads
     # both candidates as Bad equally (only "off topic" is in its vocabulary)
@@ -245,12 +245,7 @@ def test_generator_resumed_from_a_checkpoint_saves_the_weights_of_an_uninterrupt
 def test_the_nonword_penalty_keeps_a_candidate_made_of_known_words() -> None:
     from fqa_analysis.core.text_metrics import lexicon, nonwords
 
-    train = [
-        _example("q1", "Bad", "Off topic, wrong subject."),
-        _example("q2", "Bad", "Off topic, about travel."),
-        _example("q3", "Excellent", "Great answer, fully answers it."),
-        _example("q4", "Excellent", "Great, gives every detail."),
-    ]
+    train = _chooser_examples()
     known = lexicon(["off topic about social distancing and masks"])
     # a token with a digit ("2m") is not a word to check; a typo or a joined wordpiece is not in the lexicon
     assert nonwords("Off topic: social dinc and masks 2m", known) == ["dinc"]

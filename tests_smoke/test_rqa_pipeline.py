@@ -5,7 +5,6 @@ Runs by `make smoke` (part of `make test`); needs the data (`make data`) and the
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from pathlib import Path
@@ -317,22 +316,30 @@ def _outputs(nb: Any) -> str:
     )
 
 
+def _executed(page: str, results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The book's ``page`` notebook executed on the results folder ``results`` ($FQA_RESULTS_DIR)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("FQA_RESULTS_DIR", str(results))  # the kernel inherits the environment
+    nb = nbformat.read(Path(__file__).resolve().parents[1] / "book" / f"{page}.ipynb", as_version=4)
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises CellExecutionError on any failing cell
+    return nb
+
+
 @pytest.mark.parametrize("page", ["ablation_score", "ablation_loss"])
 def test_ablation_notebooks_run_on_another_results_folder(
     smoke_run: tuple[Path, Path, float], page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """README "Rerun an ablation": a book notebook executed with $FQA_RESULTS_DIR reads that folder."""
     import nbformat
-    from nbclient import NotebookClient
 
     out, _, _ = smoke_run
-    monkeypatch.setenv("FQA_RESULTS_DIR", str(out))  # the kernel inherits the environment
     stored = nbformat.read(Path(__file__).resolve().parents[1] / "book" / f"{page}.ipynb", as_version=4)
-    nb = copy.deepcopy(stored)
-    client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
-    client.execute()  # raises CellExecutionError on any failing cell
+    nb = _executed(page, out, tmp_path, monkeypatch)
     # one seed of each variant on a subset: the outputs are not the book's
     assert _outputs(nb) and _outputs(nb) != _outputs(stored)
 
@@ -343,9 +350,6 @@ def test_chapters_run_on_a_results_folder_holding_a_subset(
 ) -> None:
     """A rerun is what a user makes it: two losses on two RQA systems; the page says what it lacks."""
     import shutil
-
-    import nbformat
-    from nbclient import NotebookClient
 
     out, _, _ = smoke_run
     subset = tmp_path / "results"
@@ -358,12 +362,7 @@ def test_chapters_run_on_a_results_folder_holding_a_subset(
     rows.to_parquet(subset / "candidates.parquet")
     predictions = pd.read_parquet(subset / "rating_predictions.parquet")
     predictions[predictions["reranker"].isin(kept)].to_parquet(subset / "rating_predictions.parquet")
-    monkeypatch.setenv("FQA_RESULTS_DIR", str(subset))
-    nb = nbformat.read(Path(__file__).resolve().parents[1] / "book" / f"{page}.ipynb", as_version=4)
-    client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
-    client.execute()  # raises CellExecutionError on any failing cell
+    nb = _executed(page, subset, tmp_path, monkeypatch)
     if page == "ablation_loss":
         assert "not in this results folder: `feedback_ce_annotator`" in _outputs(nb) + _markdown_outputs(nb)
 
@@ -375,21 +374,13 @@ def test_explanation_chapters_run_on_a_results_folder_lacking_a_rating(
     """A rerun on a subset can lack a rating's items: the chapters cover the ratings present and say so."""
     import shutil
 
-    import nbformat
-    from nbclient import NotebookClient
-
     out, _, _ = smoke_run
     subset = tmp_path / "results"
     shutil.copytree(out, subset)
     for name in ("explanations.parquet", "explanation_greedy.parquet", "explanation_humans.parquet"):
         rows = pd.read_parquet(subset / name)
         rows[rows["rating"] != "Acceptable"].to_parquet(subset / name)
-    monkeypatch.setenv("FQA_RESULTS_DIR", str(subset))
-    nb = nbformat.read(Path(__file__).resolve().parents[1] / "book" / f"{page}.ipynb", as_version=4)
-    client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    )
-    client.execute()  # raises CellExecutionError on any failing cell
+    nb = _executed(page, subset, tmp_path, monkeypatch)
     shown = _outputs(nb) + _markdown_outputs(nb)
     if page == "explanations":
         assert "holds no Acceptable item" in shown

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -614,6 +615,10 @@ def run_explain(
     # one call per explainer over every row: identical rows are explained once and alike
     every = [*test_rows["predicted"], *test_rows["majority"], *top1_rows]
     frames, greedy_frames = [], []
+    # an explainer's rows of one rating source, scored: frame(name, source, texts, ratings)
+    frame = partial(
+        _explainer_frame, protocol, items=test_items, embedder=embedder, classifier=classifier, known=known
+    )
     for explainer in explainers:
         with stage(timings, f"{explainer.name}/explain"):
             if isinstance(explainer, GeneratorExplainer):
@@ -624,35 +629,11 @@ def run_explain(
                 chosen = explainer.explain_many(every)
             texts_of = dict(zip(every, chosen, strict=True))
             for source, ratings in sources.items():
-                texts = [texts_of[row] for row in test_rows[source]]
-                frames.append(
-                    _explainer_frame(
-                        protocol,
-                        explainer.name,
-                        source,
-                        texts,
-                        ratings,
-                        test_items,
-                        embedder,
-                        classifier,
-                        known,
-                    )
-                )
+                rows = test_rows[source]
+                frames.append(frame(explainer.name, source, [texts_of[row] for row in rows], ratings))
                 if isinstance(explainer, GeneratorExplainer):
-                    texts = [greedy_of[row] for row in test_rows[source]]
-                    greedy_frames.append(
-                        _explainer_frame(
-                            protocol,
-                            "generator_greedy",
-                            source,
-                            texts,
-                            ratings,
-                            test_items,
-                            embedder,
-                            classifier,
-                            known,
-                        )
-                    )
+                    texts = [greedy_of[row] for row in rows]
+                    greedy_frames.append(frame("generator_greedy", source, texts, ratings))
             top1[explainer.name] = [texts_of[row] for row in top1_rows]
     with stage(timings, "humans"):
         humans = _human_metrics(test_items, embedder, classifier, known)
