@@ -558,10 +558,17 @@ if GREEDY_ROWS:
             + f"{decoding_shares['fluent'].loc[GREEDY, 'zero']:.0%}, adopted "
             + f"{decoding_shares['fluent'].loc['generator', 'zero']:.0%}"
             + (
-                " (the held-out rule that adopted it weighs variety, similarity, consistency and ROUGE-L, "
-                "not fluency)"
-                if DIMENSION_NAMES["fluent"] in lost
-                else ""
+                ""
+                if DIMENSION_NAMES["fluent"] not in lost
+                else (
+                    " (the held-out rule holds the adopted decoding's non-words to greedy's, and "
+                    f"{a_var['no_nonword']:.0%} of its explanations have none, yet they read as less fluent: "
+                    "the sampled candidates' incoherence lies mostly in how known words are put together, "
+                    "which the non-word check does not see)"
+                    if a_var["no_nonword"] == a_var["no_nonword"]  # not NaN: the results count non-words
+                    else " (the held-out rule that adopted it weighs variety, similarity, consistency and "
+                    "ROUGE-L, not fluency)"
+                )
             )
         )
         DECODING_FINDING += DECODING_VERDICT
