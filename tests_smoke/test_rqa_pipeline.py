@@ -367,27 +367,6 @@ def test_chapters_run_on_a_results_folder_holding_a_subset(
         assert "not in this results folder: `feedback_ce_annotator`" in _outputs(nb) + _markdown_outputs(nb)
 
 
-@pytest.mark.parametrize("page", ["explanations", "explain_rate"])
-def test_explanation_chapters_run_on_a_results_folder_lacking_a_rating(
-    smoke_run: tuple[Path, Path, float], page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A rerun on a subset can lack a rating's items: the chapters cover the ratings present and say so."""
-    import shutil
-
-    out, _, _ = smoke_run
-    subset = tmp_path / "results"
-    shutil.copytree(out, subset)
-    for name in ("explanations.parquet", "explanation_greedy.parquet", "explanation_humans.parquet"):
-        rows = pd.read_parquet(subset / name)
-        rows[rows["rating"] != "Acceptable"].to_parquet(subset / name)
-    nb = _executed(page, subset, tmp_path, monkeypatch)
-    shown = _outputs(nb) + _markdown_outputs(nb)
-    if page == "explanations":
-        assert "holds no Acceptable item" in shown
-        # a folder of one's own rerun holds no labelled audit: the page says so
-        assert "holds no labelled explanation audit" in shown
-
-
 def _markdown_outputs(nb: Any) -> str:
     """The Markdown a notebook's code cells displayed."""
     return "\n".join(
