@@ -251,6 +251,8 @@ SIM_WEIGHTS: tuple[float, ...] = (1.0, 3.0, 10.0)
 #: probability ratio of e^10, a cosine gap of 1 at similarity weight 10), so the candidate with
 #: fewer non-words nearly always wins.
 NONWORD_WEIGHTS: tuple[float, ...] = (10.0,)
+#: The levers table's columns naming a chooser policy's setting, in the order of ``_levers``' tuples.
+POLICY_COLUMNS = ("policy", "opening_weight", "sim_weight", "nonword_weight")
 #: The two decoding policies of the chooser (``DecodeConfig.sample_all`` True / False).
 EVERY_ROW, WHERE_DISAGREES = "every row", "where greedy disagrees"
 
@@ -418,10 +420,8 @@ def _levers(
             {
                 "lever": name,
                 "chosen": name == chosen,
-                "policy": policies.get(name, ("", nan, nan, nan))[0],
-                "opening_weight": policies.get(name, ("", nan, nan, nan))[1],
-                "sim_weight": policies.get(name, ("", nan, nan, nan))[2],
-                "nonword_weight": policies.get(name, ("", nan, nan, nan))[3],
+                # a policy's setting; empty for the rows no rule can adopt
+                **dict(zip(POLICY_COLUMNS, policies.get(name, ("", nan, nan, nan)), strict=True)),
                 "rows": len(rows),
                 **_held_out_figures(texts, rows, refs, embedder, classifier, chooser.known),
             }
