@@ -64,9 +64,14 @@ smoke: data
 
 # Two workers (pytest-xdist), each running whole notebooks (--dist loadscope keeps a notebook's
 # cells in one kernel, in order): the notebooks are single-threaded, so this halves the step.
+# The notebooks run on a copy of results/ whose tables have their rows shuffled and are listed in
+# reverse (tools/shuffled_results.py): outputs equal to the stored ones show that no page depends on
+# the order a stage wrote its rows in or a filesystem lists them in.
+SHUFFLED := _build/shuffled_results
 nbval: data
-	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		-o addopts=-q -n 2 --dist loadscope book/
+	$(BIN)/python tools/shuffled_results.py results $(SHUFFLED)
+	FQA_RESULTS_DIR=$(CURDIR)/$(SHUFFLED) $(BIN)/python -m pytest --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -o addopts=-q -n 2 --dist loadscope book/
 
 # The notebooks' sources are the jupytext files book/*.py (py:percent), paired with book/*.ipynb.
 # Format the sources, sync them into the notebooks, re-execute and store the outputs (commit both:

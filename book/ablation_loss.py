@@ -33,7 +33,14 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, plot_reliability
 from fqa_analysis.core.ratings import item_ratings, predicted_rating
-from fqa_analysis.core.report import breakable, change_text, comparison_table, plus_minus, signed_text
+from fqa_analysis.core.report import (
+    breakable,
+    change_text,
+    comparison_table,
+    plus_minus,
+    ranked_counts,
+    signed_text,
+)
 from fqa_analysis.core.reranking import (
     AGREEMENT_SUBSETS,
     compare_to_baseline,
@@ -221,7 +228,7 @@ if READY:
     top = predictions.assign(rating=predicted_rating(predictions)).groupby("reranker")["rating"]
     collapsed = {
         v: (shares.index[0], shares.iloc[0])
-        for v, shares in ((v, g.value_counts(normalize=True)) for v, g in top)
+        for v, shares in ((v, ranked_counts(g, normalize=True)) for v, g in top)
         if shares.iloc[0] >= 0.9
     }
     if collapsed:

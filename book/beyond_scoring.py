@@ -300,7 +300,7 @@ if TEMPERATURES:
         where = (
             "; ".join(
                 f"{r.rqa} + {r.reranker} {signed_text(100 * r.delta)}"
-                for r in sig.sort_values("delta").itertuples()
+                for r in sig.sort_values(["delta", "rqa", "reranker"], kind="stable").itertuples()
             )
             if len(sig)
             else "none"

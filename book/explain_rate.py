@@ -39,6 +39,7 @@ from fqa_analysis.core.report import (
     comparison_table,
     paper_shape_table,
     plus_minus,
+    ranked_counts,
     variety_table,
 )
 from fqa_analysis.core.reranking import (
@@ -545,7 +546,7 @@ else:
 if READY:
     for form, group in explained.groupby("reranker", sort=False):
         print(f"{NAMES[form]}: {group['explanation'].nunique()} distinct explanations over all seeds")
-        for text, share in group["explanation"].value_counts(normalize=True).head(4).items():
+        for text, share in ranked_counts(group["explanation"], normalize=True).head(4).items():
             print(f"  {share:6.1%}  {text}")
 else:
     display(SEE_FINDINGS)

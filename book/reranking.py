@@ -220,7 +220,7 @@ if (found := best_feedback_gain(g)) is not None:
     )
 weak = [r for r in RESCORED if r != RQA]
 if weak:
-    wb = micro.table.loc[weak].reset_index().sort_values("delta", ascending=False).iloc[0]
+    wb = micro.table.loc[weak].reset_index().sort_values("delta", ascending=False, kind="stable").iloc[0]
     lines.append(
         f"On the weaker RQA systems the same rerankers help more: the largest change is {wb['rqa']} + "
         f"`{wb['reranker']}`, {change(wb)}."

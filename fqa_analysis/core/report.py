@@ -28,6 +28,7 @@ __all__ = [
     "p_text",
     "paper_shape_table",
     "plus_minus",
+    "ranked_counts",
     "signed_text",
     "variety_table",
 ]
@@ -194,6 +195,27 @@ def change_text(
 
 
 _DOMAIN_ORDER = ("Australia", "CDC", "UK", "WHO", "overall (micro)", "overall (macro)", "Quebec")
+
+
+def ranked_counts(values: pd.Series, normalize: bool = False) -> pd.Series:
+    """``values.value_counts()``, most common first, ties broken by the value itself (ascending).
+
+    ``value_counts`` leaves the order of equal counts to numpy's quicksort, whose order of ties
+    differs between CPUs (a vectorised sort where the CPU has AVX-512): a chapter that lists "the four
+    most common" would print a different fourth on another machine.
+
+    Example:
+        >>> ranked_counts(pd.Series(["b", "a", "c", "b", "c"])).to_dict()
+        {'b': 2, 'c': 2, 'a': 1}
+        >>> ranked_counts(pd.Series(["b", "a"]), normalize=True).to_dict()
+        {'a': 0.5, 'b': 0.5}
+    """
+    counts: pd.Series = (
+        values.value_counts(normalize=True, sort=False) if normalize else values.value_counts(sort=False)
+    )
+    order = np.lexsort((counts.index.astype(str).to_numpy(), -counts.to_numpy()))
+    ranked: pd.Series = counts.iloc[order]
+    return ranked
 
 
 def canonical_order(labels: Sequence[str]) -> list[str]:

@@ -25,6 +25,7 @@ __all__ = [
     "LATER_SETTINGS",
     "RECIPE_SETTINGS",
     "RERANK_RUN_FIELDS",
+    "ROW_ORDER",
     "audit_judges",
     "comparable_config",
     "complete_groups",
@@ -44,6 +45,7 @@ __all__ = [
     "rerankers_current",
     "results_dir",
     "runs_by_kind",
+    "sorted_rows",
     "stage_cost",
     "stage_recipe",
     "total_cost",
@@ -54,16 +56,93 @@ FIX = "run `fqa run` to produce it, or check out the committed results/ folder"
 
 
 def load_table(results_dir: Path, name: str) -> pd.DataFrame:
-    """Read ``results_dir/name`` (Parquet), with a clear error if it is missing or unreadable."""
+    """Read ``results_dir/name`` (Parquet) in one fixed row order; a clear error if missing or unreadable.
+
+    The rows come back sorted by every column, left to right (:func:`sorted_rows`), so that what a
+    chapter computes from a table never depends on the order a stage happened to write its rows in
+    (a tie in ``value_counts``, the first row of a group): the same folder gives the same pages on every
+    machine, and so does a copy whose rows were shuffled (``tools/shuffled_results.py``, which
+    ``make nbval`` executes the book against).
+    """
     path = results_dir / name
     if not path.exists():
         raise DataError(DataProblem(path, "(whole file)", "the results file does not exist", FIX))
     try:
-        return pd.read_parquet(path)
+        frame = pd.read_parquet(path)
     except (OSError, ValueError) as exc:
         raise DataError(
             DataProblem(path, "(whole file)", f"not a readable Parquet file ({exc})", FIX)
         ) from None
+    return sorted_rows(frame)
+
+
+#: Columns whose values sort in the order the chapters present them (baselines first), not
+#: alphabetically; values not listed follow, alphabetically. Checked against the stages' own lists
+#: by ``tests/test_determinism.py``.
+ROW_ORDER: dict[str, tuple[str, ...]] = {
+    # the RQA systems and the rerankers as the stages declare them: the RQA alone, the relevance
+    # model, the feedback rerankers, then the ones trained from MiniLM
+    "rqa": ("bm25", "minilm", "minilm_ft", "hybrid"),
+    "reranker": (
+        "none",
+        "vanilla",
+        "feedback_kl",
+        "feedback_ce_annotator",
+        "feedback_ce_majority",
+        "combined",
+        "feedback_kl_scratch",
+        "feedback_ce_annotator_scratch",
+        "feedback_ce_majority_scratch",
+    ),
+    "explainer": (
+        "template",
+        "retrieval_same_rating",
+        "retrieval_any_rating",
+        "generator",
+        "generator_greedy",
+    ),
+    # the baseline recipe first, then one change at a time (the relevance stage's RECIPES)
+    "recipe": (
+        "pointwise_1neg_feedback",
+        "listwise_1neg_feedback",
+        "listwise_3neg_feedback",
+        "listwise_3neg_all",
+        "listwise_3neg_all_bm25",
+        "listwise_3neg_all_2ep",
+    ),
+}
+
+
+def _sort_key(column: pd.Series) -> pd.Series:
+    declared = ROW_ORDER.get(str(column.name))
+    if declared is None:
+        return column
+    rank = {v: i for i, v in enumerate(declared)}
+    others = sorted({v for v in column.dropna().unique() if v not in rank}, key=str)
+    rank.update({v: len(declared) + i for i, v in enumerate(others)})
+    return column.map(rank)
+
+
+def sorted_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``frame`` sorted by every column, left to right (stable; missing values last).
+
+    Values sort naturally, except in the columns of :data:`ROW_ORDER`. Two tables that hold the
+    same rows in any order come out identical, index included.
+
+    Example:
+        >>> a = pd.DataFrame({"k": ["b", "a", "a"], "v": [1.0, 2.0, None]})
+        >>> sorted_rows(a).to_dict("list")
+        {'k': ['a', 'a', 'b'], 'v': [2.0, nan, 1.0]}
+        >>> sorted_rows(a.iloc[::-1]).equals(sorted_rows(a))
+        True
+        >>> sorted_rows(pd.DataFrame({"explainer": ["generator", "template"]}))["explainer"].tolist()
+        ['template', 'generator']
+    """
+    if frame.empty or not len(frame.columns):
+        return frame.reset_index(drop=True)
+    return frame.sort_values(
+        list(frame.columns), kind="stable", na_position="last", ignore_index=True, key=_sort_key
+    )
 
 
 def has_table(results_dir: Path, name: str) -> bool:
