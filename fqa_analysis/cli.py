@@ -48,7 +48,7 @@ def _listed(values: Sequence[object]) -> str:
     return ",".join(str(v) for v in values)
 
 
-__all__ = ["main"]
+__all__ = ["main", "parse_args", "stage_configs"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,19 +72,37 @@ def _parser() -> argparse.ArgumentParser:
     check_p = data_sub.add_parser("check", help="validate every file and print counts")
     check_p.add_argument("--data-dir", type=Path, help=dir_help)
 
-    run_p = sub.add_parser("run", help="run pipeline stages (cached, resumable)")
-    run_p.add_argument(
-        "stage",
-        nargs="?",
-        default="all",
-        choices=list(STAGES),
-        help=f"stage (default: all, in order {', '.join(s for s in STAGES if s != 'all')})",
+    run_p = sub.add_parser(
+        "run",
+        help="run pipeline stages (cached, resumable)",
+        description="Run one stage of the pipeline, or all of them in order (`fqa run` = `fqa run all`). "
+        "`fqa run STAGE --help` lists that stage's options.",
     )
-    run_p.add_argument("--data-dir", type=Path, help=dir_help)
-    run_p.add_argument(
-        "--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)"
-    )
-    run_p.add_argument(
+    stage_sub = run_p.add_subparsers(dest="stage", metavar="STAGE", parser_class=_Parser)
+    stage_parsers = [
+        stage_sub.add_parser(
+            name,
+            help=STAGE_HELP[name],
+            description=f"{STAGE_HELP[name]}. Defaults reproduce the committed results/ "
+            "(results/manifest.json). Every option is checked before any work starts.",
+        )
+        for name in STAGES
+    ]
+
+    def add(*names: str, **kwargs: Any) -> None:
+        """Add an option to every stage's parser, listed in the help of the stages that read it.
+
+        Every stage parses every option, so that one a stage does not read is refused with the
+        stages that do read it named (``_pointless``) rather than argparse's "unrecognized".
+        """
+        dest = kwargs.get("dest") or names[0].lstrip("-").replace("-", "_")
+        for stage_p in stage_parsers:
+            shown = dest in COMMON_OPTIONS or dest in STAGES[stage_p.prog.rsplit(" ", 1)[-1]]
+            stage_p.add_argument(*names, **{**kwargs, **({} if shown else {"help": argparse.SUPPRESS})})
+
+    add("--data-dir", type=Path, help=dir_help)
+    add("--out", type=Path, default=Path("results"), help="results folder (default: %(default)s)")
+    add(
         "--cache-dir",
         type=Path,
         help=f"model-output cache (default: ${ENV_CACHE_DIR}, else {default_cache_root()})",
@@ -92,32 +110,43 @@ def _parser() -> argparse.ArgumentParser:
     # Every option is parsed and range-checked here, before any work starts: a bad value ends in
     # one line naming the option, the value and what is allowed (exit 2), never in a traceback or
     # half an hour into a run. Defaults are None so that `_pointless` sees what was given.
-    run_p.add_argument(
-        "--subset", type=_int_in(1), help="only the first N questions of every split (CI smoke runs)"
+    add(
+        "--subset",
+        type=_int_in(1),
+        help="only the first N questions of every split, 1 or more (CI smoke runs; default: unset, "
+        "every question)",
     )
-    run_p.add_argument(
+    add(
         "--systems",
         type=_choices(SYSTEMS),
         help=f"comma-separated RQA systems (default: {','.join(SYSTEMS)})",
     )
-    run_p.add_argument("--seed", type=_int_in(0), help=f"RQA fine-tuning seed (default: {RQARunConfig.seed})")
-    run_p.add_argument(
-        "--epochs", type=_int_in(1), help=f"RQA fine-tuning epochs (default: {FineTuneConfig.epochs})"
+    add("--seed", type=_int_in(0), help=f"RQA fine-tuning seed (default: {RQARunConfig.seed})")
+    add(
+        "--epochs",
+        type=_int_in(1),
+        help=f"RQA fine-tuning epochs of minilm_ft (and hybrid), 1 or more "
+        f"(default: {FineTuneConfig.epochs})",
     )
-    run_p.add_argument("--max-steps", type=_int_in(1), help="stop every training after N steps (smoke runs)")
-    run_p.add_argument(
+    add(
+        "--max-steps",
+        type=_int_in(1),
+        help="stop every training after N optimiser steps in all, 1 or more (smoke runs; default: unset, "
+        "every epoch in full)",
+    )
+    add(
         "--replace",
         action="store_const",
         const=True,
         help="rqa / relevance / rerank / beyond: drop the earlier runs in --out when they were computed "
         "under another configuration (without it such a run is refused: a stage never mixes configurations)",
     )
-    run_p.add_argument(
+    add(
         "--variants",
         type=_choices(tuple(VARIANTS)),
         help=f"comma-separated reranker variants (default: {','.join(VARIANTS)})",
     )
-    run_p.add_argument(
+    add(
         "--seeds",
         type=_int_list,
         help="comma-separated reranker training seeds (default: each variant's own, "
@@ -125,118 +154,118 @@ def _parser() -> argparse.ArgumentParser:
         + f"; explain_rate {_listed(ExplainRateRunConfig.seeds)}, its paper form "
         + f"{_listed(PAPER_FORM_SEEDS)})",
     )
-    run_p.add_argument(
+    add(
         "--frozen-layers",
         type=_int_in(0, MINILM_LAYERS),
         help=f"reranker: lower transformer layers kept frozen, 0..{MINILM_LAYERS} (default: "
         f"{RerankConfig.frozen_layers}, every layer trained)",
     )
-    run_p.add_argument(
+    add(
         "--warm-frozen-layers",
         type=_int_in(0, MINILM_LAYERS - 1),
         help="rerank stage: lower layers of the relevance model kept frozen in every variant "
         f"continued from it, 0..{MINILM_LAYERS - 1}; their states are computed once (default: "
         f"{RerankRunConfig.warm_frozen_layers}, every layer trained)",
     )
-    run_p.add_argument(
+    add(
         "--rerank-epochs",
         type=_int_in(1),
         help=f"reranker epochs (default: {RerankConfig.epochs}) of every variant but "
         + ", ".join(f"{v} ({n})" for v, n in _RERANK.variant_epochs.items())
         + " (RerankRunConfig.variant_epochs)",
     )
-    run_p.add_argument(
+    add(
         "--max-len",
         type=_int_in(32, 512),
         help=f"reranker: tokens of question + passage, 32..512 (default: {RerankConfig.max_len})",
     )
-    run_p.add_argument(
+    add(
         "--pseudo-negatives",
         type=_int_in(1, RerankRunConfig.negative_pool),
         help=f"reranker: pseudo negatives per QA-train question, 1..{RerankRunConfig.negative_pool} "
         f"(default: {RerankRunConfig.pseudo_negatives})",
     )
-    run_p.add_argument(
+    add(
         "--relevance-loss",
         choices=list(RELEVANCE_LOSSES),
         help="relevance model (vanilla): pointwise (each pseudo pair's 4-way cross-entropy) or listwise "
         "(that plus a softmax over each question's gold and negatives) "
         f"(default: {RerankRunConfig.relevance_loss})",
     )
-    run_p.add_argument(
+    add(
         "--negative-source",
         choices=list(NEGATIVE_SOURCES),
         help=f"relevance model: RQA system whose ranking gives the pseudo negatives (default: "
         f"{RerankRunConfig.negative_source})",
     )
-    run_p.add_argument(
+    add(
         "--relevance-domains",
         type=_choices(data.DOMAINS),
         help="relevance model: domains whose QA-train questions give the pseudo pairs (default: "
         f"{','.join(RerankRunConfig.relevance_domains)})",
     )
-    run_p.add_argument(
+    add(
         "--relevance-epochs",
         type=_int_in(1, 10),
         help="relevance model: epochs over the pseudo pairs, 1..10 (default: "
         f"{_RERANK.variant_epochs['vanilla']})",
     )
-    run_p.add_argument(
+    add(
         "--recipes",
         type=_choices(tuple(RECIPES)),
         help=f"relevance stage: recipes to measure, of {','.join(RECIPES)} "
         f"(default: {','.join(RelevanceRunConfig.recipes)})",
     )
-    run_p.add_argument(
+    add(
         "--rescore",
         type=_choices(SYSTEMS),
         help=f"RQA systems whose top {K} every reranker rescores (default: "
         f"{_listed(RerankRunConfig.score_rqa)}; explain_rate: {_listed(ExplainRateRunConfig.rqa)}; a pair "
         "two systems share is scored once)",
     )
-    run_p.add_argument(
+    add(
         "--device",
         choices=list(DEVICES),
         help="reranker training and scoring: auto (CUDA where torch sees a GPU), cpu or cuda (default: auto)",
     )
-    run_p.add_argument(
+    add(
         "--explain-epochs",
         type=_int_in(1),
         help=f"explanation generator epochs (default: {GeneratorConfig.epochs})",
     )
-    run_p.add_argument(
+    add(
         "--explain-candidates",
         type=_int_in(0, 16),
         help="explanations sampled besides the greedy one, of which a rating classifier and the similarity "
         f"to the pair keep one; 0 = greedy decoding (default: {DecodeConfig.candidates})",
     )
-    run_p.add_argument(
+    add(
         "--explain-opening-weight",
         type=_float_in(0.0, 100.0),
         help="explanation chooser: penalty against openings the generator over-uses (their share of its "
         "greedy explanations, times this weight), 0..100; given, it fixes the decoding of feedback_test "
         "(default: the held-out levers adopt the policy, see the Explanations chapter)",
     )
-    run_p.add_argument(
+    add(
         "--explain-sim-weight",
         type=_float_in(0.0, 100.0),
         help="explanation chooser: weight of the similarity to the pair beside the rating classifier's "
         "log probability, 0..100; given, it fixes the decoding of feedback_test (default: the held-out "
         f"levers adopt it; {DecodeConfig.sim_weight:g} where none qualifies)",
     )
-    run_p.add_argument(
+    add(
         "--explain-nonword-weight",
         type=_float_in(0.0, 100.0),
         help="explanation chooser: penalty per word of a candidate that no training explanation, question "
         "or passage holds, 0..100; given, it fixes the decoding of feedback_test (default: the held-out "
         f"levers adopt it; {DecodeConfig.nonword_weight:g} where none qualifies)",
     )
-    run_p.add_argument(
+    add(
         "--explain-rate-epochs",
         type=_int_in(1),
         help=f"explain-then-rate reranker epochs (default: {ExplainRateConfig.epochs})",
     )
-    run_p.add_argument(
+    add(
         "--explain-rate-form",
         choices=list(EXPLAIN_RATE_FORMS),
         help="explain-then-rate reranker: ours (the rating head reads the model's own explanation while "
@@ -244,14 +273,14 @@ def _parser() -> argparse.ArgumentParser:
         "reads the annotators' explanations, teacher-forced, and sees the decoder's state alone; results "
         f"explain_rate_paper_*) (default: {ExplainRateConfig().form}; `fqa run` without a stage runs both)",
     )
-    run_p.add_argument(
+    add(
         "--explain-rate-unlikelihood",
         type=_float_in(0.0, 100.0),
         help="explain-then-rate reranker (our form): weight of an unlikelihood term against openings "
         "its own explanations share across a batch, 0..100 (default: chosen with the nucleus by seed 0's "
         "held-out levers; given by hand, neither is chosen)",
     )
-    run_p.add_argument(
+    add(
         "--explain-rate-top-p",
         type=_float_in(0.01, 1.0),
         help="explain-then-rate reranker: nucleus mass of the explanation the model writes, in training "
@@ -259,26 +288,26 @@ def _parser() -> argparse.ArgumentParser:
         "sentence, 0.01..1 (default: chosen with the unlikelihood weight by seed 0's held-out levers; given "
         "by hand, neither is chosen and an unset one is greedy / 0)",
     )
-    run_p.add_argument(
+    add(
         "--fractions",
         type=_fractions,
         help="beyond stage: shares in (0, 1] of the training feedback for the learning curve "
         f"(default: {_listed(BeyondRunConfig.fractions)})",
     )
-    run_p.add_argument(
+    add(
         "--experiment-seeds",
         type=_int_list,
         help="beyond stage: seeds of each learning-curve and transfer run (default: "
         f"{_listed(BeyondRunConfig.seeds)}; the fraction-1 point reuses every --seeds model)",
     )
-    run_p.add_argument(
+    add(
         "--beyond-runs",
         type=_patterns,
         help="beyond stage: comma-separated runs to compute, shell-style patterns over "
         "selection/<variant>/seed<N>, fraction/<share>/seed<N>, leave_out/<domain>/seed<N>, "
         "size_control/<domain>/seed<N>, deep/<variant>/seed<N> (default: all; runs accumulate in --out)",
     )
-    run_p.add_argument(
+    add(
         "--depth",
         type=_int_in(5, 100),
         help=f"beyond stage: candidates kept for the top-k sweep, 5..100 (default: {BeyondRunConfig.depth})",
@@ -343,6 +372,18 @@ STAGES: dict[str, set[str]] = {
     },
 }
 STAGES["all"] = set().union(*STAGES.values())
+#: Options every stage reads (where the data, the results and the cache are).
+COMMON_OPTIONS = frozenset({"data_dir", "out", "cache_dir"})
+#: One line per stage: what it computes (its ``--help`` and ``fqa run --help``).
+STAGE_HELP: dict[str, str] = {
+    "all": "every stage, in order: rqa, relevance, rerank, explain, beyond, explain_rate",
+    "rqa": "retrieval systems bm25, minilm, minilm_ft (fine-tuned) and hybrid: top-5 candidates and ranks",
+    "relevance": "the relevance model's recipes, measured on held-out QA-train questions",
+    "rerank": "the relevance model (vanilla) and the rerankers, each rescoring every RQA system",
+    "explain": "explainers (template, retrieval, fine-tuned generator) scored against people",
+    "beyond": "learning-curve, leave-one-domain-out and top-20 rerankers",
+    "explain_rate": "the explain-then-rate reranker, rescoring hybrid and minilm_ft",
+}
 MINILM_LAYERS = 6
 
 
@@ -475,6 +516,26 @@ def _pointless(args: argparse.Namespace) -> list[str]:
     return notes
 
 
+def _folder_problem(path: Path, option: str) -> str | None:
+    """Why ``path`` cannot be the folder a command writes to (None when it can).
+
+    A folder that does not exist yet is created; one that exists must be a folder, and the nearest
+    existing folder above it must be writable. Checked before any work, so a mistake costs nothing.
+
+    Example:
+        >>> _folder_problem(Path(__file__), "--out")  # doctest: +ELLIPSIS
+        '--out .../cli.py is a file, not a folder; give a folder (it is created if missing)'
+    """
+    if path.exists() and not path.is_dir():
+        return f"{option} {path} is a file, not a folder; give a folder (it is created if missing)"
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{option} {path}: {existing} is not writable; give a folder you can write to"
+    return None
+
+
 def _fetch_dest(arg: Path | None) -> Path:
     if arg is not None:
         return arg
@@ -484,6 +545,10 @@ def _fetch_dest(arg: Path | None) -> Path:
 
 def _cmd_fetch(args: argparse.Namespace) -> int:
     dest = _fetch_dest(args.data_dir)
+    refused = _folder_problem(dest, "--data-dir")
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     report = fetch(dest, args.source)
     print(
         f"{dest}: {len(report.fetched)} file(s) written, {len(report.verified)} already verified, "
@@ -513,30 +578,21 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from fqa_analysis.stages.rqa import RQARunConfig, run_rqa
+def stage_configs(args: argparse.Namespace, device: str = "cpu") -> dict[str, Any]:
+    """The configuration of every stage ``args`` runs, by stage name (explain_rate: one per form).
 
-    try:
-        device = resolve_device(args.device or "auto")
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    pointless = _pointless(args)
-    for note in pointless:
-        print(f"error: {note}; leave it out", file=sys.stderr)
-    if pointless:
-        return 2
-    data_dir = data.resolve_data_dir(args.data_dir)
+    Without options these are the configurations recorded in the committed ``results/manifest.json``
+    (``tests/test_defaults.py``), so ``fqa run STAGE`` reproduces the book's results.
+    """
+    from fqa_analysis.stages.explain import ExplainRunConfig
+
+    configs: dict[str, Any] = {}
     systems = args.systems or SYSTEMS
-    if args.stage in ("all", "rqa"):
-        seed = RQARunConfig.seed if args.seed is None else args.seed
-        finetune = FineTuneConfig(
-            epochs=args.epochs or FineTuneConfig.epochs, seed=seed, max_steps=args.max_steps
-        )
-        config = RQARunConfig(systems=systems, subset=args.subset, seed=seed, finetune=finetune)
-        _report(run_rqa(data_dir, args.out, config, args.cache_dir, replace_runs=bool(args.replace)))
-    from fqa_analysis.stages.rerank import run_rerank
-
+    seed = RQARunConfig.seed if args.seed is None else args.seed
+    finetune = FineTuneConfig(
+        epochs=args.epochs or FineTuneConfig.epochs, seed=seed, max_steps=args.max_steps
+    )
+    configs["rqa"] = RQARunConfig(systems=systems, subset=args.subset, seed=seed, finetune=finetune)
     defaults = RerankConfig()
     model = RerankConfig(
         frozen_layers=defaults.frozen_layers if args.frozen_layers is None else args.frozen_layers,
@@ -546,10 +602,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         device=device,
         bf16=uses_bf16(device),
     )
-    seeds = args.seeds or RerankRunConfig.seeds
     rerank = RerankRunConfig(
         variants=args.variants or tuple(VARIANTS),
-        seeds=seeds,
+        seeds=args.seeds or RerankRunConfig.seeds,
         model=model,
         subset=args.subset,
         pseudo_negatives=args.pseudo_negatives or RerankRunConfig.pseudo_negatives,
@@ -561,66 +616,51 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     if args.relevance_epochs is not None:
         rerank = replace(rerank, variant_epochs={**rerank.variant_epochs, "vanilla": args.relevance_epochs})
-    if args.stage in ("all", "relevance"):
-        from fqa_analysis.stages.relevance import run_relevance
-
-        relevance = RelevanceRunConfig(recipes=args.recipes or RelevanceRunConfig.recipes, rerank=rerank)
-        _report(run_relevance(data_dir, args.out, relevance, args.cache_dir, replace_runs=bool(args.replace)))
-    if args.stage in ("all", "rerank"):
-        _report(run_rerank(data_dir, args.out, rerank, args.cache_dir, replace_runs=bool(args.replace)))
-    if args.stage in ("all", "explain"):
-        from fqa_analysis.stages.explain import ExplainRunConfig, run_explain
-
-        generator = GeneratorConfig(
-            epochs=args.explain_epochs or GeneratorConfig.epochs, max_steps=args.max_steps
+    configs["relevance"] = RelevanceRunConfig(
+        recipes=args.recipes or RelevanceRunConfig.recipes, rerank=rerank
+    )
+    configs["rerank"] = rerank
+    generator = GeneratorConfig(
+        epochs=args.explain_epochs or GeneratorConfig.epochs, max_steps=args.max_steps
+    )
+    candidates = DecodeConfig.candidates if args.explain_candidates is None else args.explain_candidates
+    weights = (args.explain_opening_weight, args.explain_sim_weight, args.explain_nonword_weight)
+    opening, sim, nonword = (
+        default if given is None else given
+        for given, default in zip(
+            weights,
+            (DecodeConfig.opening_weight, DecodeConfig.sim_weight, DecodeConfig.nonword_weight),
+            strict=True,
         )
-        candidates = DecodeConfig.candidates if args.explain_candidates is None else args.explain_candidates
-        opening = (
-            DecodeConfig.opening_weight
-            if args.explain_opening_weight is None
-            else args.explain_opening_weight
-        )
-        sim = DecodeConfig.sim_weight if args.explain_sim_weight is None else args.explain_sim_weight
-        nonword = (
-            DecodeConfig.nonword_weight
-            if args.explain_nonword_weight is None
-            else args.explain_nonword_weight
-        )
-        decode = DecodeConfig(
-            candidates=candidates, opening_weight=opening, sim_weight=sim, nonword_weight=nonword
-        )
-        # a weight given by hand fixes the decoding; otherwise the held-out levers adopt one
-        by_hand = any(
-            w is not None
-            for w in (args.explain_opening_weight, args.explain_sim_weight, args.explain_nonword_weight)
-        )
-        explain = ExplainRunConfig(generator=generator, decode=decode, subset=args.subset, adopt=not by_hand)
-        _report(run_explain(data_dir, args.out, explain, args.cache_dir))
-    if args.stage in ("all", "beyond"):
-        from fqa_analysis.stages.beyond import BeyondRunConfig, run_beyond
-
-        beyond = BeyondRunConfig(
-            rerank=rerank,
-            fractions=args.fractions or BeyondRunConfig.fractions,
-            seeds=args.experiment_seeds or BeyondRunConfig.seeds,
-            depth=args.depth or BeyondRunConfig.depth,
-            runs=args.beyond_runs,
-        )
-        _report(run_beyond(data_dir, args.out, beyond, args.cache_dir, replace_runs=bool(args.replace)))
-    if args.stage in ("all", "explain_rate"):
-        from fqa_analysis.stages.explain_rate import ExplainRateRunConfig, run_explain_rate
-
-        # `fqa run` (all) runs both forms, which the chapter compares; the stage alone runs one
-        forms = (
-            [args.explain_rate_form or ExplainRateConfig().form]
-            if args.stage == "explain_rate"
-            else list(EXPLAIN_RATE_FORMS)
-        )
-        by_hand = args.explain_rate_unlikelihood is not None or args.explain_rate_top_p is not None
-        for form in forms:
-            head_reads, head_input = EXPLAIN_RATE_FORMS[form]
-            unchosen = by_hand or head_reads != "own"
-            explain_rate = ExplainRateRunConfig(
+    )
+    decode = DecodeConfig(
+        candidates=candidates, opening_weight=opening, sim_weight=sim, nonword_weight=nonword
+    )
+    # a weight given by hand fixes the decoding; otherwise the held-out levers adopt one
+    by_hand = any(w is not None for w in weights)
+    configs["explain"] = ExplainRunConfig(
+        generator=generator, decode=decode, subset=args.subset, adopt=not by_hand
+    )
+    configs["beyond"] = BeyondRunConfig(
+        rerank=rerank,
+        fractions=args.fractions or BeyondRunConfig.fractions,
+        seeds=args.experiment_seeds or BeyondRunConfig.seeds,
+        depth=args.depth or BeyondRunConfig.depth,
+        runs=args.beyond_runs,
+    )
+    # `fqa run` (all) runs both forms, which the chapter compares; the stage alone runs one
+    forms = (
+        [args.explain_rate_form or ExplainRateConfig().form]
+        if args.stage == "explain_rate"
+        else list(EXPLAIN_RATE_FORMS)
+    )
+    by_hand = args.explain_rate_unlikelihood is not None or args.explain_rate_top_p is not None
+    explain_rate = []
+    for form in forms:
+        head_reads, head_input = EXPLAIN_RATE_FORMS[form]
+        unchosen = by_hand or head_reads != "own"
+        explain_rate.append(
+            ExplainRateRunConfig(
                 model=ExplainRateConfig(
                     epochs=args.explain_rate_epochs or ExplainRateConfig.epochs,
                     max_steps=args.max_steps,
@@ -629,9 +669,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     head_reads=head_reads,
                     head_input=head_input,
                     # our form only (the paper's reads the annotators' explanations, not its own)
-                    opening_unlikelihood=(
-                        (args.explain_rate_unlikelihood or 0.0) if head_reads == "own" else 0.0
-                    ),
+                    opening_unlikelihood=(args.explain_rate_unlikelihood or 0.0)
+                    if head_reads == "own"
+                    else 0.0,
                     own_top_p=args.explain_rate_top_p,
                 ),
                 seeds=args.seeds or (PAPER_FORM_SEEDS if form == "paper" else ExplainRateRunConfig.seeds),
@@ -643,7 +683,57 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 subset=args.subset,
                 relevance=rerank,
             )
-            _report(run_explain_rate(data_dir, args.out, explain_rate, args.cache_dir))
+        )
+    configs["explain_rate"] = explain_rate
+    return {name: config for name, config in configs.items() if args.stage in ("all", name)}
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    try:
+        device = resolve_device(args.device or "auto")
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    pointless = _pointless(args)
+    for note in pointless:
+        print(f"error: {note}; leave it out", file=sys.stderr)
+    if pointless:
+        return 2
+    configs = stage_configs(args, device)
+    folders = [(args.out, "--out"), (args.cache_dir or default_cache_root(), "--cache-dir")]
+    problems = [p for p in (_folder_problem(path, option) for path, option in folders) if p]
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    data_dir = data.resolve_data_dir(args.data_dir)
+    replace_runs = bool(args.replace)
+    if "rqa" in configs:
+        from fqa_analysis.stages.rqa import run_rqa
+
+        _report(run_rqa(data_dir, args.out, configs["rqa"], args.cache_dir, replace_runs=replace_runs))
+    if "relevance" in configs:
+        from fqa_analysis.stages.relevance import run_relevance
+
+        _report(
+            run_relevance(data_dir, args.out, configs["relevance"], args.cache_dir, replace_runs=replace_runs)
+        )
+    if "rerank" in configs:
+        from fqa_analysis.stages.rerank import run_rerank
+
+        _report(run_rerank(data_dir, args.out, configs["rerank"], args.cache_dir, replace_runs=replace_runs))
+    if "explain" in configs:
+        from fqa_analysis.stages.explain import run_explain
+
+        _report(run_explain(data_dir, args.out, configs["explain"], args.cache_dir))
+    if "beyond" in configs:
+        from fqa_analysis.stages.beyond import run_beyond
+
+        _report(run_beyond(data_dir, args.out, configs["beyond"], args.cache_dir, replace_runs=replace_runs))
+    for explain_rate in configs.get("explain_rate", []):
+        from fqa_analysis.stages.explain_rate import run_explain_rate
+
+        _report(run_explain_rate(data_dir, args.out, explain_rate, args.cache_dir))
     return 0
 
 
@@ -653,14 +743,28 @@ def _report(entry: dict[str, Any]) -> None:
     print(f"stage {entry['stage']} done")
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse a command line (``fqa run [options]`` is ``fqa run all [options]``); exit 2 on a usage error."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    no_stage = len(argv) == 1 or (argv[1].startswith("-") and argv[1] not in ("-h", "--help"))
+    if argv[:1] == ["run"] and no_stage:
+        argv.insert(1, "all")
+    return _parser().parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    args = _parser().parse_args(argv)
+    args = parse_args(argv)
     if args.group == "run":
         args.command = "run"
     commands = {("data", "fetch"): _cmd_fetch, ("data", "check"): _cmd_check, ("run", "run"): _cmd_run}
     try:
         return commands[(args.group, args.command)](args)
+    except KeyboardInterrupt:
+        # every artifact is written atomically and every step is cached as it finishes: a rerun
+        # resumes, and nothing half-written is left behind
+        print("\ninterrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

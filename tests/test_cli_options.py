@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -170,7 +171,7 @@ def test_auto_resolves_to_what_torch_sees(monkeypatch: pytest.MonkeyPatch) -> No
 
 @pytest.mark.parametrize("stage", ["rqa", "relevance", "rerank"])
 def test_a_run_under_another_configuration_is_refused_unless_replace(
-    stage: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    stage: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, tiny_data: Path
 ) -> None:
     import json
 
@@ -178,10 +179,86 @@ def test_a_run_under_another_configuration_is_refused_unless_replace(
     out.mkdir()
     manifest = {"stages": {stage: {"config": {"k": 99, "subset": 3}, "histories": {}}}}
     (out / "manifest.json").write_text(json.dumps(manifest))
-    code = main(["run", stage, "--data-dir", str(tmp_path), "--out", str(out)])
+    code = main(["run", stage, "--data-dir", str(tiny_data), "--out", str(out)])
     err = capsys.readouterr().err
     assert code == 2
     assert f"holds stage {stage} under another configuration (differs in: " in err
     assert "add --replace" in err and len(err.strip().splitlines()) == 1
     # nothing was written: the refusal comes before any work
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["run", "rqa", "--out", "{file}"], 2, "--out {file} is a file, not a folder"),
+        (["run", "rerank", "--out", "{file}"], 2, "--out {file} is a file, not a folder"),
+        (["run", "rqa", "--out", "{tmp}/new", "--cache-dir", "{file}"], 2, "--cache-dir {file} is a file"),
+        (["data", "fetch", "--data-dir", "{file}"], 2, "--data-dir {file} is a file, not a folder"),
+        (["data", "check", "--data-dir", "{file}"], 1, "--data-dir names a file, not a folder"),
+        (
+            ["data", "check", "--data-dir", "{empty}"],
+            1,
+            "no FeedbackQA files in {empty}. Fix: run `fqa data fetch",
+        ),
+        (["run", "rqa", "--data-dir", "{empty}", "--out", "{tmp}/new"], 1, "no FeedbackQA files in {empty}"),
+    ],
+)
+def test_a_human_mistake_is_one_line_before_any_work(
+    argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    places = {"file": tmp_path / "a_file", "empty": tmp_path / "empty", "tmp": tmp_path}
+    places["file"].write_text("not a folder")
+    places["empty"].mkdir()
+    assert main([a.format(**places) for a in argv]) == code
+    assert message.format(**places) in _one_line_error(capsys)
+    assert not (tmp_path / "new").exists()  # nothing written
+
+
+def test_a_folder_without_write_permission_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import os
+
+    # the tests may run as root, for whom every folder is writable: ask os.access instead
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)
+    assert main(["run", "rqa", "--out", str(tmp_path / "out" / "deeper")]) == 2
+    assert f"{tmp_path} is not writable; give a folder you can write to" in _one_line_error(capsys)
+
+
+def test_ctrl_c_is_one_line_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import fqa_analysis.cli as cli
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_cmd_check", interrupted)
+    assert main(["data", "check"]) == 130
+    assert _one_line_error(capsys) == "interrupted; rerun the same command to resume"
+
+
+@pytest.mark.parametrize("stage", ["rqa", "relevance", "rerank", "explain", "beyond", "explain_rate"])
+def test_a_stage_help_lists_that_stage_options_only(stage: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from fqa_analysis.cli import COMMON_OPTIONS, STAGES
+
+    with pytest.raises(SystemExit) as stop:
+        main(["run", stage, "--help"])
+    assert stop.value.code == 0
+    shown = set(re.findall(r"^  --([a-z-]+)", capsys.readouterr().out, flags=re.MULTILINE))
+    assert {o.replace("-", "_") for o in shown} == STAGES[stage] | COMMON_OPTIONS
+
+
+def test_run_without_a_stage_is_all() -> None:
+    from fqa_analysis.cli import parse_args
+
+    assert parse_args(["run"]).stage == "all"
+    assert parse_args(["run", "--subset", "3"]).stage == "all"
+    assert parse_args(["run", "--subset", "3"]).subset == 3

@@ -59,11 +59,19 @@ def test_available_feedback_falls_back_to_release_file(tiny_data: Path) -> None:
 
 
 def test_resolve_data_dir_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a folder counts as a data folder once it holds a QA file
+    for folder in (tmp_path, tmp_path / "x"):
+        (folder / "WHO").mkdir(parents=True)
+        (folder / "WHO" / "train.json").write_text("[]")
     monkeypatch.setenv("FQA_DATA_DIR", str(tmp_path))
     assert data.resolve_data_dir(None) == tmp_path
     other = tmp_path / "x"
-    other.mkdir()
     assert data.resolve_data_dir(other) == other
+    (other / "WHO" / "train.json").unlink()
+    with pytest.raises(DataError, match=r"no FeedbackQA files in .*x\. Fix: run `fqa data fetch --data-dir"):
+        data.resolve_data_dir(other)
+    with pytest.raises(DataError, match=r"--data-dir names a file, not a folder"):
+        data.resolve_data_dir(tmp_path / "WHO" / "train.json")
     monkeypatch.setenv("FQA_DATA_DIR", str(tmp_path / "missing"))
     with pytest.raises(DataError, match=r"FQA_DATA_DIR does not exist\. Fix: run `fqa data fetch`"):
         data.resolve_data_dir(None)

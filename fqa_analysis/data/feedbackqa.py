@@ -128,7 +128,7 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
     """Find the data: the argument, else ``$FQA_DATA_DIR``, else the default cache folder.
 
     Raises:
-        DataError: The folder does not exist.
+        DataError: The folder does not exist, is a file, or holds no FeedbackQA QA file.
 
     """
     if data_dir is not None:
@@ -140,16 +140,20 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
     else:
         source = "the default cache folder"
         path = default_cache_dir()
+    fix = (
+        "run `fqa data fetch` to fill the default cache, or pass --data-dir / set "
+        f"${ENV_DATA_DIR} to a folder holding <Domain>/<split>.json"
+    )
+    if path.exists() and not path.is_dir():
+        raise DataError(DataProblem(path, "(data directory)", f"{source} names a file, not a folder", fix))
     if not path.is_dir():
         raise DataError(
-            DataProblem(
-                path,
-                "(data directory)",
-                f"the data directory given by {source} does not exist",
-                "run `fqa data fetch` to fill the default cache, or pass --data-dir / set "
-                f"${ENV_DATA_DIR} to a folder holding <Domain>/<split>.json",
-            )
+            DataProblem(path, "(data directory)", f"the data directory given by {source} does not exist", fix)
         )
+    if not any(qa_path(path, d, s).is_file() for d in DOMAINS for s in qa_splits(d)):
+        # one line for a folder with nothing of FeedbackQA in it, not a paragraph per missing file
+        fix = f"run `fqa data fetch --data-dir {path}` (or give the folder that holds the data)"
+        raise DataError(DataProblem(path, "(data directory)", f"no FeedbackQA files in {path}", fix))
     return path
 
 

@@ -72,11 +72,13 @@ from fqa_analysis.stages.manifest import (
 )
 
 __all__ = [
+    "RUN_FIELDS",
     "RUN_KINDS",
     "BeyondRunConfig",
     "RunSelectionError",
     "beyond_runs",
     "chosen_runs",
+    "config_record",
     "experiment_name",
     "run_beyond",
 ]
@@ -93,7 +95,7 @@ class RunSelectionError(ValueError):
 
 
 #: Config fields that only say which runs ran: runs that differ in nothing else sit side by side.
-_RUN_FIELDS: tuple[str, ...] = (
+RUN_FIELDS: tuple[str, ...] = (
     "runs",
     "fractions",
     "seeds",
@@ -567,6 +569,11 @@ def _experiment_run(f: pd.DataFrame) -> pd.Series:
     return f["experiment"].astype(str) + "/" + f["setting"].astype(str) + "/seed" + f["seed"].astype(str)
 
 
+def config_record(config: BeyondRunConfig) -> dict[str, Any]:
+    """The configuration the stage records in the manifest (and compares a rerun with)."""
+    return asdict(config)
+
+
 def run_beyond(
     data_dir: Path,
     out_dir: Path,
@@ -587,8 +594,8 @@ def run_beyond(
     """
     config = config or BeyondRunConfig()
     cache_root = cache_root or default_cache_root()
-    config_record = asdict(config)
-    previous = accumulated_entry(out_dir, "beyond", config_record, _RUN_FIELDS, replace_runs)
+    recorded_config = config_record(config)
+    previous = accumulated_entry(out_dir, "beyond", recorded_config, RUN_FIELDS, replace_runs)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
@@ -672,7 +679,7 @@ def run_beyond(
         earlier_records = previous.get("experiment_runs", {})
         records = {**{k: earlier_records[k] for k in earlier if k in earlier_records}, **records}
     # Steps are named per run, so which runs ran is not part of the comparison.
-    add_compute_times(out_dir / "manifest.json", "beyond", timings, from_cache, config_record, _RUN_FIELDS)
+    add_compute_times(out_dir / "manifest.json", "beyond", timings, from_cache, recorded_config, RUN_FIELDS)
     record = provenance(timings, CACHE_VERSION)
     # in the plan's order
     kept_runs = list(dict.fromkeys(r for r in planned + sorted(earlier) if r in earlier))
@@ -680,7 +687,7 @@ def run_beyond(
     entry = {
         "stage": "beyond",
         "protocol": inputs.protocol,
-        "config": config_record,
+        "config": recorded_config,
         "experiment_runs": records,
         "run_commits": run_commits,
         "planned": [r for r in planned if r not in run_commits],

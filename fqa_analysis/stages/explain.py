@@ -70,7 +70,19 @@ from fqa_analysis.models.reranker.pairs import feedback_item_sets
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
 
-__all__ = ["ExplainRunConfig", "adopt_policy", "adopted_decode", "run_explain", "training_seconds"]
+__all__ = [
+    "RUN_FIELDS",
+    "ExplainRunConfig",
+    "adopt_policy",
+    "adopted_decode",
+    "config_record",
+    "run_explain",
+    "training_seconds",
+]
+
+
+#: Config fields that only say which runs ran (none: the stage computes all of its rows each time).
+RUN_FIELDS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -529,6 +541,11 @@ def training_seconds(history: dict[str, Any]) -> float:
     return float(sum(e["wall_s"] + e.get("eval_s", 0.0) for e in history["epochs"]))
 
 
+def config_record(config: ExplainRunConfig) -> dict[str, Any]:
+    """The configuration the stage records in the manifest (and compares a rerun with)."""
+    return asdict(config)
+
+
 def run_explain(
     data_dir: Path, out_dir: Path, config: ExplainRunConfig | None = None, cache_root: Path | None = None
 ) -> dict[str, Any]:
@@ -646,8 +663,8 @@ def run_explain(
     atomic_write_parquet(out_dir / "explanation_humans.parquet", humans.assign(protocol=protocol))
     atomic_write_parquet(out_dir / "explanations_top1.parquet", top1.assign(protocol=protocol))
     atomic_write_parquet(out_dir / "explanation_levers.parquet", levers.assign(protocol=protocol))
-    config_record = asdict(config)
-    add_compute_times(out_dir / "manifest.json", "explain", timings, from_cache, config_record)
+    recorded_config = config_record(config)
+    add_compute_times(out_dir / "manifest.json", "explain", timings, from_cache, recorded_config)
     # the generator's cost is known from its own history, whichever run trained it
     timings["generator/train"]["compute_s"] = round(training_seconds(history), 2)
     if "peak_rss_mb" in history:
@@ -655,7 +672,7 @@ def run_explain(
     entry = {
         "stage": "explain",
         "protocol": protocol,
-        "config": config_record,
+        "config": recorded_config,
         "training_explanations": [len(fit), len(select)],
         "generator_history": history,
         "rating_classifier_heldout_accuracy": classifier_acc["overall"],

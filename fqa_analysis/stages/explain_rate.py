@@ -57,8 +57,10 @@ from fqa_analysis.stages.manifest import add_compute_times, provenance, update_m
 __all__ = [
     "KL_TOLERANCE",
     "RERANKER",
+    "RUN_FIELDS",
     "ExplainRateRunConfig",
     "adopt_lever",
+    "config_record",
     "lever_configs",
     "lever_measurement",
     "lever_name",
@@ -71,6 +73,11 @@ __all__ = [
 RERANKER = "feedback_explain_rate"
 #: Pairs generated and rated per cached chunk of a model's scores.
 CHUNK = 512
+
+
+#: Config fields that only say which runs ran: which seeds ran, and the rerank stage's settings that
+#: do not change the relevance model.
+RUN_FIELDS: tuple[str, ...] = ("seeds", "relevance.variants", "relevance.seeds", "relevance.score_rqa")
 
 
 @dataclass(frozen=True)
@@ -245,6 +252,11 @@ def _scores(model: ExplainRateModel, folder: Path, pairs: dict[str, tuple[str, s
     return known
 
 
+def config_record(config: ExplainRateRunConfig) -> dict[str, Any]:
+    """The configuration the stage records in the manifest (and compares a rerun with)."""
+    return asdict(config)
+
+
 def run_explain_rate(
     data_dir: Path, out_dir: Path, config: ExplainRateRunConfig | None = None, cache_root: Path | None = None
 ) -> dict[str, Any]:
@@ -335,12 +347,12 @@ def run_explain_rate(
     atomic_write_parquet(
         out_dir / f"{name}_predictions.parquet", pd.concat(prediction_rows, ignore_index=True)
     )
-    config_record = asdict(config)
-    add_compute_times(out_dir / "manifest.json", name, timings, from_cache, config_record, ("seeds",))
+    recorded_config = config_record(config)
+    add_compute_times(out_dir / "manifest.json", name, timings, from_cache, recorded_config, RUN_FIELDS)
     entry = {
         "stage": name,
         "protocol": protocol,
-        "config": config_record,
+        "config": recorded_config,
         "training_pairs": [len(fit), len(select)],
         "training_explanations": sum(len(p.explanations) for p in fit),
         "scored_pairs": len(pairs),

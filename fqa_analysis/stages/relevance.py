@@ -42,7 +42,20 @@ from fqa_analysis.stages.manifest import (
     update_manifest,
 )
 
-__all__ = ["RECIPES", "Recipe", "RelevanceRunConfig", "eval_candidates", "run_relevance"]
+__all__ = [
+    "RECIPES",
+    "RUN_FIELDS",
+    "Recipe",
+    "RelevanceRunConfig",
+    "config_record",
+    "eval_candidates",
+    "run_relevance",
+]
+
+
+#: Config fields that only say which runs ran: which recipes ran, and the rerank settings this stage
+#: does not read (variants, seeds, systems).
+RUN_FIELDS: tuple[str, ...] = ("recipes", "rerank.variants", "rerank.seeds", "rerank.score_rqa")
 
 
 @dataclass(frozen=True)
@@ -157,6 +170,11 @@ def eval_candidates(
     return pd.DataFrame(rows)
 
 
+def config_record(config: RelevanceRunConfig) -> dict[str, Any]:
+    """The configuration the stage records in the manifest (and compares a rerun with)."""
+    return asdict(config)
+
+
 def run_relevance(
     data_dir: Path,
     out_dir: Path,
@@ -178,10 +196,8 @@ def run_relevance(
     unknown = [r for r in config.recipes if r not in RECIPES]
     if unknown:
         raise ValueError(f"unknown recipe(s) {unknown}; use some of {', '.join(RECIPES)}")
-    config_record = asdict(config)
-    # which recipes ran, and the rerank settings this stage does not read (variants, seeds, systems)
-    run_fields = ("recipes", "rerank.variants", "rerank.seeds", "rerank.score_rqa")
-    earlier_entry = accumulated_entry(out_dir, "relevance", config_record, run_fields, replace_runs)
+    recorded_config = config_record(config)
+    earlier_entry = accumulated_entry(out_dir, "relevance", recorded_config, RUN_FIELDS, replace_runs)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
@@ -241,7 +257,7 @@ def run_relevance(
     earlier = earlier_entry.get("recipes", {})
     record = {**{k: v for k, v in earlier.items() if k in set(out["recipe"])}, **record}
     manifest = out_dir / "manifest.json"
-    add_compute_times(manifest, "relevance", timings, from_cache, config_record, run_fields)
+    add_compute_times(manifest, "relevance", timings, from_cache, recorded_config, RUN_FIELDS)
     model_training_compute(timings, {name: r["history"] for name, r in record.items()})
     entry_timings = {
         **{
@@ -254,7 +270,7 @@ def run_relevance(
     entry = {
         "stage": "relevance",
         "protocol": data.training_protocol(data_dir),
-        "config": config_record,
+        "config": recorded_config,
         "recipes": record,
         "eval_questions": len(eval_questions),
         **provenance(entry_timings, CACHE_VERSION),

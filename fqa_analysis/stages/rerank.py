@@ -59,11 +59,11 @@ from fqa_analysis.stages.manifest import (
 )
 from fqa_analysis.stages.outputs import write_candidates
 
-__all__ = ["run_rerank"]
+__all__ = ["RUN_FIELDS", "config_record", "run_rerank"]
 
 
 #: Config fields that may differ between two runs whose models sit side by side in results/.
-_RUN_FIELDS: tuple[str, ...] = ("variants", "seeds", "score_rqa")
+RUN_FIELDS: tuple[str, ...] = ("variants", "seeds", "score_rqa")
 
 
 def _kept_rows(frame: pd.DataFrame, stale: set[str], runs: set[str]) -> pd.DataFrame:
@@ -73,6 +73,11 @@ def _kept_rows(frame: pd.DataFrame, stale: set[str], runs: set[str]) -> pd.DataF
     # one dtype for P_phi on both sides (a table from an older rqa stage has float64 NaNs there)
     out[RATING_COLUMNS] = out[RATING_COLUMNS].astype(np.float32)
     return out
+
+
+def config_record(config: RerankRunConfig) -> dict[str, Any]:
+    """The configuration the stage records in the manifest (and compares a rerun with)."""
+    return {**asdict(config), "variants": {v: VARIANTS[v].record() for v in config.variants}}
 
 
 def run_rerank(
@@ -94,8 +99,8 @@ def run_rerank(
     """
     config = config or RerankRunConfig()
     cache_root = cache_root or default_cache_root()
-    config_record = {**asdict(config), "variants": {v: VARIANTS[v].record() for v in config.variants}}
-    previous = accumulated_entry(out_dir, "rerank", config_record, _RUN_FIELDS, replace_runs)
+    record = config_record(config)
+    previous = accumulated_entry(out_dir, "rerank", record, RUN_FIELDS, replace_runs)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
@@ -194,8 +199,8 @@ def run_rerank(
         timings = kept_run_timings(previous, earlier_runs, timings, from_cache)
     # the record names the runs present (accumulated or not) and those the default plan still lacks
     runs = {r.split("/")[0] for r in histories}
-    config_record["variants"] = {v: VARIANTS[v].record() for v in VARIANTS if v in runs}
-    config_record["seeds"] = sorted({int(r.split("/seed")[1]) for r in histories})
+    record["variants"] = {v: VARIANTS[v].record() for v in VARIANTS if v in runs}
+    record["seeds"] = sorted({int(r.split("/seed")[1]) for r in histories})
     # Steps are named per variant and seed, so which ones ran is not part of the comparison; the
     # scored RQA systems change no model, and a score step that adds pairs extends the last one.
     add_compute_times(
@@ -203,8 +208,8 @@ def run_rerank(
         "rerank",
         timings,
         from_cache,
-        config_record,
-        _RUN_FIELDS,
+        record,
+        RUN_FIELDS,
         frozenset(extended),
     )
     model_training_compute(timings, histories)
@@ -218,7 +223,7 @@ def run_rerank(
     entry = {
         "stage": "rerank",
         "protocol": protocol,
-        "config": config_record,
+        "config": record,
         "training_pairs": {k: [len(f), len(s)] for k, (f, s) in sources.items()},
         "scored_pairs": len(score_ids),
         "histories": histories,

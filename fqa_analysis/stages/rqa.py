@@ -54,7 +54,7 @@ from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import accumulated_entry, add_compute_times, provenance, update_manifest
 from fqa_analysis.stages.outputs import write_candidates
 
-__all__ = ["RQARunConfig", "run_rqa"]
+__all__ = ["RUN_FIELDS", "RQARunConfig", "config_record", "run_rqa"]
 
 K = 5
 
@@ -118,6 +118,21 @@ def _kept_system_rows(path: Path, systems: Sequence[str], keep: bool) -> list[pd
     return [old[~old["rqa"].isin(list(systems))]]
 
 
+#: Config fields that only say which runs ran: runs that differ in nothing else sit side by side.
+RUN_FIELDS: tuple[str, ...] = ("systems",)
+
+
+def config_record(config: RQARunConfig) -> dict[str, Any]:
+    """The configuration the stage records in the manifest (and compares a rerun with)."""
+    return {
+        "systems": list(config.systems),
+        "k": config.k,
+        "subset": config.subset,
+        "seed": config.seed,
+        "finetune": config.finetune.__dict__,
+    }
+
+
 def run_rqa(
     data_dir: Path,
     out_dir: Path,
@@ -137,14 +152,8 @@ def run_rqa(
     """
     config = config or RQARunConfig()
     cache_root = cache_root or default_cache_root()
-    config_record = {
-        "systems": list(config.systems),
-        "k": config.k,
-        "subset": config.subset,
-        "seed": config.seed,
-        "finetune": config.finetune.__dict__,
-    }
-    earlier = accumulated_entry(out_dir, "rqa", config_record, ("systems",), replace_runs)
+    record = config_record(config)
+    earlier = accumulated_entry(out_dir, "rqa", record, RUN_FIELDS, replace_runs)
     protocol = data.training_protocol(data_dir)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
@@ -211,17 +220,17 @@ def run_rqa(
     ):
         kept = _kept_system_rows(out_dir / name, config.systems, keep)
         atomic_write_parquet(out_dir / name, pd.concat([*kept, *frames], ignore_index=True))
-    add_compute_times(out_dir / "manifest.json", "rqa", timings, from_cache, config_record, ("systems",))
+    add_compute_times(out_dir / "manifest.json", "rqa", timings, from_cache, record, RUN_FIELDS)
     if keep:  # the other systems' records and step costs, as their run left them
         others = [n for n in earlier.get("systems", {}) if n not in config.systems]
         systems_record = {**{n: earlier["systems"][n] for n in others}, **systems_record}
         carried = {k: v for k, v in earlier.get("timings", {}).items() if k.split("/")[0] in others}
         timings = {**carried, **timings}
-        config_record["systems"] = [n for n in SYSTEMS if n in systems_record]
+        record["systems"] = [n for n in SYSTEMS if n in systems_record]
     entry = {
         "stage": "rqa",
         "protocol": protocol,
-        "config": config_record,
+        "config": record,
         "systems": systems_record,
         "inputs_sha256": inputs,
         **provenance(timings, CACHE_VERSION),
