@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from fqa_analysis.core.candidates import NO_RERANKER
 from fqa_analysis.core.report import ranked_counts
@@ -89,3 +90,13 @@ def test_every_folder_listing_is_sorted_or_only_counted() -> None:
             if LISTING.search(line) and "sorted(" not in line and "len(list(" not in line:
                 unsorted.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert unsorted == []
+
+
+def test_every_committed_table_names_the_command_that_writes_it(tmp_path: Path) -> None:
+    from fqa_analysis.core.results import TABLE_COMMANDS
+    from fqa_analysis.errors import DataError
+
+    committed = {p.name for p in sorted((ROOT / "results").glob("*.parquet"))}
+    assert committed == set(TABLE_COMMANDS)
+    with pytest.raises(DataError, match=r"rqa_ranks\.parquet.*Fix: run `fqa run rqa --out "):
+        load_table(tmp_path, "rqa_ranks.parquet")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = [
     "RECIPE_SETTINGS",
     "RERANK_RUN_FIELDS",
     "ROW_ORDER",
+    "TABLE_COMMANDS",
     "audit_judges",
     "comparable_config",
     "complete_groups",
@@ -55,6 +57,29 @@ __all__ = [
 FIX = "run `fqa run` to produce it, or check out the committed results/ folder"
 
 
+#: The command that writes each results table (named in the error when a folder lacks one).
+TABLE_COMMANDS: dict[str, str] = {
+    "candidates.parquet": "fqa run rqa",
+    "rqa_ranks.parquet": "fqa run rqa",
+    "rqa_temperatures.parquet": "fqa run rqa",
+    "relevance_recipes.parquet": "fqa run relevance",
+    "rating_predictions.parquet": "fqa run rerank",
+    "explanations.parquet": "fqa run explain",
+    "explanation_humans.parquet": "fqa run explain",
+    "explanation_greedy.parquet": "fqa run explain",
+    "explanations_top1.parquet": "fqa run explain",
+    "explanation_levers.parquet": "fqa run explain",
+    "deep_candidates.parquet": "fqa run beyond",
+    "feedback_experiments.parquet": "fqa run beyond",
+    "feedback_experiment_ratings.parquet": "fqa run beyond",
+    "selection_predictions.parquet": "fqa run beyond",
+    "explain_rate_candidates.parquet": "fqa run explain_rate",
+    "explain_rate_predictions.parquet": "fqa run explain_rate",
+    "explain_rate_paper_candidates.parquet": "fqa run explain_rate --explain-rate-form paper",
+    "explain_rate_paper_predictions.parquet": "fqa run explain_rate --explain-rate-form paper",
+}
+
+
 def load_table(results_dir: Path, name: str) -> pd.DataFrame:
     """Read ``results_dir/name`` (Parquet) in one fixed row order; a clear error if missing or unreadable.
 
@@ -65,13 +90,17 @@ def load_table(results_dir: Path, name: str) -> pd.DataFrame:
     ``make nbval`` executes the book against).
     """
     path = results_dir / name
+    command = TABLE_COMMANDS.get(Path(name).name)
+    fix = (
+        f"run `{command} --out {path.parent}`, or check out the committed results/ folder" if command else FIX
+    )
     if not path.exists():
-        raise DataError(DataProblem(path, "(whole file)", "the results file does not exist", FIX))
+        raise DataError(DataProblem(path, "(whole file)", "the results file does not exist", fix))
     try:
         frame = pd.read_parquet(path)
     except (OSError, ValueError) as exc:
         raise DataError(
-            DataProblem(path, "(whole file)", f"not a readable Parquet file ({exc})", FIX)
+            DataProblem(path, "(whole file)", f"not a readable Parquet file ({exc})", fix)
         ) from None
     return sorted_rows(frame)
 
@@ -386,8 +415,26 @@ def load_stage(results_dir: Path, stage: str) -> dict[str, Any]:
     return entry
 
 
+def _one_line(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list[str]:
+    """IPython's handler of a :class:`DataError` in a chapter: its message alone, not a traceback."""
+    line = f"{etype.__name__}: {value}"
+    print(line, file=sys.stderr)
+    return [line]
+
+
 def results_dir() -> Path:
-    """``$FQA_RESULTS_DIR``, else the ``results/`` folder of the project (found from the cwd upwards)."""
+    """``$FQA_RESULTS_DIR``, else the ``results/`` folder of the project (found from the cwd upwards).
+
+    Every chapter finds its folder here first, so in a notebook this also makes a :class:`DataError`
+    (a results file or stage the folder lacks, with the file, the item and the command that writes
+    it) show as that one line instead of a long traceback whose last line is the useful one.
+    """
+    try:
+        shell = get_ipython()  # type: ignore[name-defined]  # a builtin inside IPython only
+    except NameError:
+        shell = None
+    if shell is not None:
+        shell.set_custom_exc((DataError,), _one_line)
     env = os.environ.get("FQA_RESULTS_DIR")
     if env:
         return Path(env)
