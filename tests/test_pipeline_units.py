@@ -129,7 +129,8 @@ def test_results_loader_names_the_file_and_the_fix(tmp_path: Path) -> None:
 
     with pytest.raises(
         DataError,
-        match=r"candidates\.parquet, \(whole file\): the results file does not exist\. Fix: run `fqa run rqa --out ",
+        match=r"candidates\.parquet, \(whole file\): the results file does not exist\. "
+        r"Fix: run `fqa run rqa --out ",
     ):
         load_candidates(tmp_path)
     (tmp_path / "candidates.parquet").write_bytes(b"PAR1 truncated")

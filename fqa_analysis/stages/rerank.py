@@ -99,8 +99,8 @@ def run_rerank(
     """
     config = config or RerankRunConfig()
     cache_root = cache_root or default_cache_root()
-    record = config_record(config)
-    previous = accumulated_entry(out_dir, "rerank", record, RUN_FIELDS, replace_runs)
+    recorded_config = config_record(config)
+    previous = accumulated_entry(out_dir, "rerank", recorded_config, RUN_FIELDS, replace_runs)
     timings: dict[str, Any] = {}
     from_cache: dict[str, bool] = {}
     with stage(timings, "data"):
@@ -199,8 +199,8 @@ def run_rerank(
         timings = kept_run_timings(previous, earlier_runs, timings, from_cache)
     # the record names the runs present (accumulated or not) and those the default plan still lacks
     runs = {r.split("/")[0] for r in histories}
-    record["variants"] = {v: VARIANTS[v].record() for v in VARIANTS if v in runs}
-    record["seeds"] = sorted({int(r.split("/seed")[1]) for r in histories})
+    recorded_config["variants"] = {v: VARIANTS[v].record() for v in VARIANTS if v in runs}
+    recorded_config["seeds"] = sorted({int(r.split("/seed")[1]) for r in histories})
     # Steps are named per variant and seed, so which ones ran is not part of the comparison; the
     # scored RQA systems change no model, and a score step that adds pairs extends the last one.
     add_compute_times(
@@ -208,7 +208,7 @@ def run_rerank(
         "rerank",
         timings,
         from_cache,
-        record,
+        recorded_config,
         RUN_FIELDS,
         frozenset(extended),
     )
@@ -223,7 +223,7 @@ def run_rerank(
     entry = {
         "stage": "rerank",
         "protocol": protocol,
-        "config": record,
+        "config": recorded_config,
         "training_pairs": {k: [len(f), len(s)] for k, (f, s) in sources.items()},
         "scored_pairs": len(score_ids),
         "histories": histories,
