@@ -13,13 +13,15 @@ import argparse
 import fnmatch
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
 from fqa_analysis import data
 from fqa_analysis.cache import ENV_CACHE_DIR, default_cache_root
+from fqa_analysis.core.results import results_dir
 from fqa_analysis.data.check import check_data
 from fqa_analysis.data.fetch import fetch
 from fqa_analysis.errors import DataError
@@ -34,9 +36,11 @@ from fqa_analysis.models.reranker.variants import (
     RerankRunConfig,
 )
 from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
+from fqa_analysis.profiling import announce
 from fqa_analysis.stages.beyond import RUN_KINDS, BeyondRunConfig, RunSelectionError
 from fqa_analysis.stages.explain_rate import ExplainRateRunConfig
 from fqa_analysis.stages.manifest import ConfigurationMismatchError
+from fqa_analysis.stages.plan import PlannedRun, data_fingerprint, duration_text, plan_lines, plan_stage
 from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig
 from fqa_analysis.stages.rqa import K, RQARunConfig
 
@@ -106,6 +110,13 @@ def _parser() -> argparse.ArgumentParser:
         "--cache-dir",
         type=Path,
         help=f"model-output cache (default: ${ENV_CACHE_DIR}, else {default_cache_root()})",
+    )
+    add(
+        "--plan",
+        action="store_true",
+        help="check every option and input, then list each run the command would compute, read from the "
+        "cache or find in --out, with its estimated time from recorded timings (float32, 2 CPU cores) and "
+        "a total; computes nothing",
     )
     # Every option is parsed and range-checked here, before any work starts: a bad value ends in
     # one line naming the option, the value and what is allowed (exit 2), never in a traceback or
@@ -373,7 +384,7 @@ STAGES: dict[str, set[str]] = {
 }
 STAGES["all"] = set().union(*STAGES.values())
 #: Options every stage reads (where the data, the results and the cache are).
-COMMON_OPTIONS = frozenset({"data_dir", "out", "cache_dir"})
+COMMON_OPTIONS = frozenset({"data_dir", "out", "cache_dir", "plan"})
 #: One line per stage: what it computes (its ``--help`` and ``fqa run --help``).
 STAGE_HELP: dict[str, str] = {
     "all": "every stage, in order: rqa, relevance, rerank, explain, beyond, explain_rate",
@@ -688,6 +699,58 @@ def stage_configs(args: argparse.Namespace, device: str = "cpu") -> dict[str, An
     return {name: config for name, config in configs.items() if args.stage in ("all", name)}
 
 
+#: The stages whose runs accumulate in a results folder, and which refuse another configuration.
+ACCUMULATING = ("rqa", "relevance", "rerank", "beyond")
+
+
+def _plan(
+    configs: dict[str, Any], out: Path, cache_root: Path, data_dir: Path, replace_runs: bool
+) -> list[PlannedRun]:
+    """Every run of ``configs``: in ``out``, cached or to compute, with its estimated time.
+
+    Raises:
+        ConfigurationMismatchError: ``out`` holds an accumulating stage under another configuration
+            and ``replace_runs`` is False (before any work, as the stage itself would refuse it).
+    """
+    from fqa_analysis.stages import beyond, explain, explain_rate, relevance, rerank, rqa
+    from fqa_analysis.stages.manifest import accumulated_entry, manifest_entry
+
+    modules = {
+        "rqa": rqa,
+        "relevance": relevance,
+        "rerank": rerank,
+        "explain": explain,
+        "beyond": beyond,
+        "explain_rate": explain_rate,
+    }
+    try:  # the committed results' timings estimate what --out has not recorded
+        committed = results_dir()
+    except DataError:
+        committed = out
+    data_key = data_fingerprint(data_dir)
+    plan: list[PlannedRun] = []
+    for stage_name, stage_configs_ in configs.items():
+        module = modules[stage_name]
+        for config in stage_configs_ if stage_name == "explain_rate" else [stage_configs_]:
+            entry = stage_name
+            if stage_name == "explain_rate":
+                entry = explain_rate.output_name(_form(config))
+            record = module.config_record(config)
+            if stage_name in ACCUMULATING:  # refused here, before any work, as the stage would refuse it
+                accumulated_entry(out, entry, record, module.RUN_FIELDS, replace_runs)
+            plan += plan_stage(
+                entry,
+                module.plan_units(config),
+                record,
+                module.RUN_FIELDS,
+                manifest_entry(out, entry),
+                manifest_entry(committed, entry),
+                cache_root,
+                data_key,
+            )
+    return plan
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     try:
         device = resolve_device(args.device or "auto")
@@ -707,34 +770,65 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if problems:
         return 2
     data_dir = data.resolve_data_dir(args.data_dir)
-    replace_runs = bool(args.replace)
-    if "rqa" in configs:
-        from fqa_analysis.stages.rqa import run_rqa
+    cache_root = args.cache_dir or default_cache_root()
+    plan = _plan(configs, args.out, cache_root, data_dir, bool(args.replace))
+    if args.plan:
+        for line in plan_lines(plan):
+            print(line)
+        return 0
+    from transformers.utils import logging as hf_logging
 
-        _report(run_rqa(data_dir, args.out, configs["rqa"], args.cache_dir, replace_runs=replace_runs))
-    if "relevance" in configs:
-        from fqa_analysis.stages.relevance import run_relevance
-
-        _report(
-            run_relevance(data_dir, args.out, configs["relevance"], args.cache_dir, replace_runs=replace_runs)
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # its bars name no step: ours do
+    calls = _stage_calls(configs, data_dir, args)
+    for number, (entry, call) in enumerate(calls, 1):
+        runs = [p for p in plan if p.stage == entry and p.run != "(shared)"]
+        todo = [p for p in plan if p.stage == entry and p.status == "compute"]
+        seconds = sum(p.seconds or 0.0 for p in todo)
+        computed = sum(p.run != "(shared)" for p in todo)
+        print(
+            f"fqa run · stage {number} of {len(calls)} · {entry}: {len(runs)} run(s), {computed} to compute "
+            f"(about {duration_text(seconds)} by the plan)",
+            file=sys.stderr,
+            flush=True,
         )
-    if "rerank" in configs:
-        from fqa_analysis.stages.rerank import run_rerank
-
-        _report(run_rerank(data_dir, args.out, configs["rerank"], args.cache_dir, replace_runs=replace_runs))
-    if "explain" in configs:
-        from fqa_analysis.stages.explain import run_explain
-
-        _report(run_explain(data_dir, args.out, configs["explain"], args.cache_dir))
-    if "beyond" in configs:
-        from fqa_analysis.stages.beyond import run_beyond
-
-        _report(run_beyond(data_dir, args.out, configs["beyond"], args.cache_dir, replace_runs=replace_runs))
-    for explain_rate in configs.get("explain_rate", []):
-        from fqa_analysis.stages.explain_rate import run_explain_rate
-
-        _report(run_explain_rate(data_dir, args.out, explain_rate, args.cache_dir))
+        with announce(entry, seconds):
+            _report(call())
     return 0
+
+
+def _stage_calls(
+    configs: dict[str, Any], data_dir: Path, args: argparse.Namespace
+) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+    """Each stage run of ``configs`` as (manifest entry, the call that computes it), in order."""
+    from fqa_analysis.stages import beyond, explain, explain_rate, relevance, rerank, rqa
+
+    out, cache, replace_runs = args.out, args.cache_dir, bool(args.replace)
+    calls: list[tuple[str, Callable[[], dict[str, Any]]]] = []
+    if "rqa" in configs:
+        calls.append(("rqa", partial(rqa.run_rqa, data_dir, out, configs["rqa"], cache, replace_runs)))
+    if "relevance" in configs:
+        run = partial(relevance.run_relevance, data_dir, out, configs["relevance"], cache, replace_runs)
+        calls.append(("relevance", run))
+    if "rerank" in configs:
+        calls.append(
+            ("rerank", partial(rerank.run_rerank, data_dir, out, configs["rerank"], cache, replace_runs))
+        )
+    if "explain" in configs:
+        calls.append(("explain", partial(explain.run_explain, data_dir, out, configs["explain"], cache)))
+    if "beyond" in configs:
+        calls.append(
+            ("beyond", partial(beyond.run_beyond, data_dir, out, configs["beyond"], cache, replace_runs))
+        )
+    for config in configs.get("explain_rate", []):
+        entry = explain_rate.output_name(_form(config))
+        calls.append((entry, partial(explain_rate.run_explain_rate, data_dir, out, config, cache)))
+    return calls
+
+
+def _form(config: Any) -> str:
+    """The explain-then-rate form of a configuration (``ours`` or ``paper``)."""
+    forms = {reads: form for form, reads in EXPLAIN_RATE_FORMS.items()}
+    return forms[(config.model.head_reads, config.model.head_input)]
 
 
 def _report(entry: dict[str, Any]) -> None:

@@ -1,15 +1,84 @@
-"""Wall time and peak memory of pipeline stages (for the manifest and the closing notes)."""
+"""Wall time and peak memory of pipeline stages, and progress lines that name the work.
+
+The times and peaks go to the manifest and the closing notes. While :func:`announce` is active
+(``fqa run`` sets it per stage), every :func:`stage` block prints one line as it ends, such as
+``rerank · feedback_kl · seed 1 · train: 287.1 s · step 7 · about 2.4 h left`` (the time left from
+the plan's estimate), and :func:`labelled` prefixes a progress bar with the step it belongs to
+(``rerank · feedback_kl · seed 1 · train · epoch 1/2``).
+"""
 
 from __future__ import annotations
 
 import resource
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["peak_rss_mb", "stage"]
+__all__ = ["announce", "labelled", "peak_rss_mb", "stage", "step_words"]
+
+
+class _Progress:
+    """The stage being computed: its name, the current step, steps done, the plan's estimate."""
+
+    def __init__(self, stage: str, planned_s: float) -> None:
+        self.stage = stage
+        self.planned_s = planned_s
+        self.start = time.perf_counter()
+        self.step: str | None = None
+        self.done = 0
+
+
+_PROGRESS: list[_Progress] = []
+
+
+def step_words(step: str) -> str:
+    """A step name in words: ``feedback_kl/seed1/train`` -> ``feedback_kl · seed 1 · train``.
+
+    Example:
+        >>> step_words("fraction/0.5/seed0/model")
+        'fraction · 0.5 · seed 0 · model'
+    """
+    parts = [f"seed {p[4:]}" if p.startswith("seed") and p[4:].isdigit() else p for p in step.split("/")]
+    return " · ".join(parts)
+
+
+@contextmanager
+def announce(stage: str, planned_s: float = 0.0) -> Iterator[None]:
+    """Name the stage being computed, with the plan's estimate of its compute, for the progress lines."""
+    _PROGRESS.append(_Progress(stage, planned_s))
+    try:
+        yield
+    finally:
+        _PROGRESS.pop()
+
+
+def labelled(desc: str) -> str:
+    """A progress bar's description, prefixed with the stage and step it belongs to (when announced).
+
+    Example:
+        >>> labelled("epoch 1/2")
+        'epoch 1/2'
+        >>> with announce("rerank"), stage({}, "feedback_kl/seed1/train"):
+        ...     labelled("epoch 1/2")
+        'rerank · feedback_kl · seed 1 · train · epoch 1/2'
+    """
+    if not _PROGRESS:
+        return desc
+    now = _PROGRESS[-1]
+    where = [now.stage] + ([step_words(now.step)] if now.step else [])
+    return " · ".join([*where, desc])
+
+
+def _left(now: _Progress) -> str:
+    if not now.planned_s:
+        return ""
+    left = now.planned_s - (time.perf_counter() - now.start)
+    if left < 60:  # past the plan's estimate (or nearly done): no guess
+        return ""
+    return f" · about {left / 60:.0f} min left" if left < 5400 else f" · about {left / 3600:.1f} h left"
 
 
 def _reset_peak() -> bool:
@@ -45,6 +114,9 @@ def stage(record: dict[str, Any], name: str) -> Iterator[None]:
     """
     per_stage = _reset_peak()
     start = time.perf_counter()
+    now = _PROGRESS[-1] if _PROGRESS else None
+    if now is not None:
+        now.step = name
     try:
         yield
     finally:
@@ -54,3 +126,9 @@ def stage(record: dict[str, Any], name: str) -> Iterator[None]:
             # Without a resettable counter the peak is the process's since start.
             "peak_scope": "stage" if per_stage else "process",
         }
+        if now is not None:
+            now.done += 1
+            now.step = None
+            took = record[name]["wall_s"]
+            line = f"{now.stage} · {step_words(name)}: {took:.1f} s · step {now.done}{_left(now)}"
+            print(line, file=sys.stderr, flush=True)

@@ -78,7 +78,12 @@ def test_lower_layers_load_no_model_library(path: Path) -> None:
 
 
 #: Stage-layer modules that every stage may use: they are not stages themselves.
-SHARED_STAGE_MODULES = {"fqa_analysis.stages", "fqa_analysis.stages.manifest", "fqa_analysis.stages.outputs"}
+SHARED_STAGE_MODULES = {
+    "fqa_analysis.stages",
+    "fqa_analysis.stages.manifest",
+    "fqa_analysis.stages.outputs",
+    "fqa_analysis.stages.plan",
+}
 STAGE_MODULES = [
     p for p in MODULES if layer_of(module_name(p)) == "stages" and module_name(p) not in SHARED_STAGE_MODULES
 ]

@@ -564,7 +564,12 @@ def _flat(record: Any, prefix: str = "") -> dict[str, Any]:
 #: Settings added after stages recorded their configurations, with the value every earlier record
 #: ran at: :func:`comparable_config` treats a setting at that value as absent, so a record written
 #: before it existed still describes the same configuration.
-LATER_SETTINGS: dict[str, Any] = {"warm_frozen_layers": 0, "opening_weight": 0.0}
+LATER_SETTINGS: dict[str, Any] = {
+    "warm_frozen_layers": 0,
+    "opening_weight": 0.0,
+    "top_p_levers": [],
+    "own_top_p": None,
+}
 
 
 def comparable_config(record: dict[str, Any], run_fields: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -61,7 +61,7 @@ from fqa_analysis.models.reranker.encoder import bf16_autocast
 from fqa_analysis.models.reranker.network import N_CLASSES
 from fqa_analysis.models.retrieval import minilm_path
 from fqa_analysis.models.sampling import NucleusSampler
-from fqa_analysis.profiling import peak_rss_mb
+from fqa_analysis.profiling import labelled, peak_rss_mb
 
 __all__ = [
     "FORMS",
@@ -418,7 +418,7 @@ class ExplainRateModel:
         texts = [""] * len(pairs)
         batches = range(0, len(order), batch_size)
         with torch.inference_mode():
-            for lo in tqdm(batches, desc="explain-then-rate", unit="batch", disable=not progress):
+            for lo in tqdm(batches, desc=labelled("explain then rate"), unit="batch", disable=not progress):
                 rows = order[lo : lo + batch_size]
                 hidden, source_mask = self._encode([pairs[i] for i in rows])
                 written = self._generate(hidden, source_mask, sample_seed=lo // batch_size)
@@ -534,7 +534,9 @@ def train_explain_rate(
         order, first, parts, elapsed = epoch_start(resume, epoch, rng, len(fit))
         t0 = time.perf_counter() - elapsed
         for lo in tqdm(
-            range(first, len(order), config.batch_pairs), desc=f"explain-rate epoch {epoch + 1}", leave=False
+            range(first, len(order), config.batch_pairs),
+            desc=labelled(f"epoch {epoch + 1}/{config.epochs}"),
+            leave=False,
         ):
             if step >= total:
                 break

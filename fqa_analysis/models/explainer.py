@@ -41,7 +41,7 @@ from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, posi
 from fqa_analysis.models.reranker.encoder import bf16_autocast
 from fqa_analysis.models.retrieval import DenseConfig, DenseSystem, minilm_path
 from fqa_analysis.models.sampling import NucleusSampler
-from fqa_analysis.profiling import peak_rss_mb
+from fqa_analysis.profiling import labelled, peak_rss_mb
 
 __all__ = [
     "RATING_PREFIX",
@@ -460,7 +460,9 @@ def train_generator(
         order, first, losses, elapsed = epoch_start(resume, epoch, rng, len(fit_pairs))
         t0 = time.perf_counter() - elapsed
         for lo in tqdm(
-            range(first, len(order), config.batch_pairs), desc=f"explainer epoch {epoch + 1}", leave=False
+            range(first, len(order), config.batch_pairs),
+            desc=labelled(f"epoch {epoch + 1}/{config.epochs}"),
+            leave=False,
         ):
             if step >= total:
                 break
@@ -706,7 +708,7 @@ class GeneratorExplainer(Explainer):
         ends = (self.tokenizer.sep_token_id, self.tokenizer.pad_token_id)
         desc = "explain (sampled)" if sample else "explain"
         with torch.inference_mode():
-            for b, idx in enumerate(tqdm(batches, desc=desc, disable=len(batches) <= 1)):
+            for b, idx in enumerate(tqdm(batches, desc=labelled(desc), disable=len(batches) <= 1)):
                 src = encoder_inputs(self.tokenizer, [unique[i][:2] for i in idx], self.source_max_len)
                 prefix = torch.tensor([_prefix_ids(self.tokenizer, unique[idx[0]][2])] * len(idx) * k)
                 how: dict[str, Any] = {"input_ids": src["input_ids"], "attention_mask": src["attention_mask"]}

@@ -35,6 +35,7 @@ from fqa_analysis.cache import atomic_write_npy, content_key, file_sha256
 from fqa_analysis.core.calibration import pool_softmax, top1_accuracy, top_k
 from fqa_analysis.core.candidates import CANDIDATE_COLUMNS, RATING_COLUMNS
 from fqa_analysis.data import QASplit
+from fqa_analysis.profiling import labelled
 
 __all__ = [
     "BM25System",
@@ -202,7 +203,9 @@ class DenseSystem(RQASystem):
         todo.sort(key=len)
         bs = self.config.batch_size
         with torch.inference_mode():
-            for lo in tqdm(range(0, len(todo), bs), desc=desc, unit="batch", disable=len(todo) <= bs):
+            for lo in tqdm(
+                range(0, len(todo), bs), desc=labelled(desc), unit="batch", disable=len(todo) <= bs
+            ):
                 chunk = todo[lo : lo + bs]
                 vectors = embed(self._model, self._tokenizer, chunk, max_len).numpy()
                 for text, vec in zip(chunk, vectors, strict=True):
@@ -378,7 +381,7 @@ def _train(
         order = rng.permutation(len(batches))
         model.train()
         t0, losses = time.perf_counter(), []
-        bar = tqdm(order, desc=f"fine-tune epoch {epoch + 1}/{cfg.epochs}", unit="batch")
+        bar = tqdm(order, desc=labelled(f"fine-tune epoch {epoch + 1}/{cfg.epochs}"), unit="batch")
         for j in bar:
             if step >= total_steps:
                 break

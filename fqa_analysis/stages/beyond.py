@@ -70,6 +70,7 @@ from fqa_analysis.stages.manifest import (
     provenance,
     update_manifest,
 )
+from fqa_analysis.stages.plan import data_fingerprint, remember_finished
 
 __all__ = [
     "RUN_FIELDS",
@@ -80,6 +81,7 @@ __all__ = [
     "chosen_runs",
     "config_record",
     "experiment_name",
+    "plan_units",
     "run_beyond",
 ]
 
@@ -569,6 +571,31 @@ def _experiment_run(f: pd.DataFrame) -> pd.Series:
     return f["experiment"].astype(str) + "/" + f["setting"].astype(str) + "/seed" + f["seed"].astype(str)
 
 
+def plan_units(config: BeyondRunConfig) -> list[str]:
+    """The runs an invocation under ``config`` computes, as ``fqa run --plan`` lists them.
+
+    The experiments are named as :func:`~fqa_analysis.models.reranker.pairs.feedback_experiments`
+    names them, without reading the data (the plan reads no model input).
+
+    Example:
+        >>> from fqa_analysis.models.reranker.variants import RerankRunConfig
+        >>> rerank = RerankRunConfig(variants=("combined",), seeds=(0,))
+        >>> plan_units(BeyondRunConfig(rerank=rerank, fractions=(0.5,), transfer=False))
+        ['selection/combined/seed0', 'fraction/0.5/seed0', 'deep/combined/seed0']
+    """
+    shells = [
+        FeedbackExperiment("fraction", f"{f:g}", s, [], []) for f in config.fractions for s in config.seeds
+    ]
+    if config.transfer:
+        shells += [
+            FeedbackExperiment(kind, domain, s, [], [])
+            for domain in data.FEEDBACK_DOMAINS
+            for s in config.seeds
+            for kind in ("leave_out", "size_control")
+        ]
+    return chosen_runs(beyond_runs(config, shells), config.runs)
+
+
 def config_record(config: BeyondRunConfig) -> dict[str, Any]:
     """The configuration the stage records in the manifest (and compares a rerun with)."""
     return asdict(config)
@@ -698,5 +725,7 @@ def run_beyond(
         else "computed from the rqa stage's models",
         **record,
     }
+    # the runs this invocation finished, for `fqa run --plan` (stages/plan.py)
+    remember_finished(cache_root, "beyond", recorded_config, RUN_FIELDS, data_fingerprint(data_dir), ran)
     update_manifest(out_dir / "manifest.json", "beyond", entry)
     return entry

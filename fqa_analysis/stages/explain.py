@@ -69,6 +69,7 @@ from fqa_analysis.models.explanation_scoring import Embedder, rating_classifier
 from fqa_analysis.models.reranker.pairs import feedback_item_sets
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
+from fqa_analysis.stages.plan import data_fingerprint, remember_finished
 
 __all__ = [
     "RUN_FIELDS",
@@ -76,6 +77,7 @@ __all__ = [
     "adopt_policy",
     "adopted_decode",
     "config_record",
+    "plan_units",
     "run_explain",
     "training_seconds",
 ]
@@ -541,6 +543,11 @@ def training_seconds(history: dict[str, Any]) -> float:
     return float(sum(e["wall_s"] + e.get("eval_s", 0.0) for e in history["epochs"]))
 
 
+def plan_units(config: ExplainRunConfig) -> list[str]:
+    """The runs an invocation under ``config`` computes, as ``fqa run --plan`` lists them."""
+    return [""]
+
+
 def config_record(config: ExplainRunConfig) -> dict[str, Any]:
     """The configuration the stage records in the manifest (and compares a rerun with)."""
     return asdict(config)
@@ -685,5 +692,9 @@ def run_explain(
         "top1_system": [str(top1["rqa"].iloc[0]), str(top1["reranker"].iloc[0])] if len(top1) else None,
         **provenance(timings, CACHE_VERSION),
     }
+    # the runs this invocation finished, for `fqa run --plan` (stages/plan.py)
+    remember_finished(
+        cache_root, "explain", recorded_config, RUN_FIELDS, data_fingerprint(data_dir), plan_units(config)
+    )
     update_manifest(out_dir / "manifest.json", "explain", entry)
     return entry

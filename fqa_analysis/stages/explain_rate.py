@@ -53,6 +53,7 @@ from fqa_analysis.models.reranker.store import relevance_model
 from fqa_analysis.models.reranker.variants import RELEVANCE_SEED, RerankRunConfig
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import add_compute_times, provenance, update_manifest
+from fqa_analysis.stages.plan import data_fingerprint, remember_finished
 
 __all__ = [
     "KL_TOLERANCE",
@@ -65,6 +66,7 @@ __all__ = [
     "lever_measurement",
     "lever_name",
     "output_name",
+    "plan_units",
     "reranker_name",
     "run_explain_rate",
 ]
@@ -252,6 +254,12 @@ def _scores(model: ExplainRateModel, folder: Path, pairs: dict[str, tuple[str, s
     return known
 
 
+def plan_units(config: ExplainRateRunConfig) -> list[str]:
+    """The runs an invocation under ``config`` computes, as ``fqa run --plan`` lists them."""
+    # seed 0 measures the levers first where there is a choice to make (more than one setting)
+    return (["levers"] if len(lever_configs(config)) > 1 else []) + [f"seed{s}" for s in config.seeds]
+
+
 def config_record(config: ExplainRateRunConfig) -> dict[str, Any]:
     """The configuration the stage records in the manifest (and compares a rerun with)."""
     return asdict(config)
@@ -363,5 +371,9 @@ def run_explain_rate(
         "own_top_p": model_config.own_top_p,
         **provenance(timings, CACHE_VERSION),
     }
+    # the runs this invocation finished, for `fqa run --plan` (stages/plan.py)
+    remember_finished(
+        cache_root, name, recorded_config, RUN_FIELDS, data_fingerprint(data_dir), plan_units(config)
+    )
     update_manifest(out_dir / "manifest.json", name, entry)
     return entry

@@ -41,6 +41,7 @@ from fqa_analysis.stages.manifest import (
     provenance,
     update_manifest,
 )
+from fqa_analysis.stages.plan import data_fingerprint, remember_finished
 
 __all__ = [
     "RECIPES",
@@ -49,6 +50,7 @@ __all__ = [
     "RelevanceRunConfig",
     "config_record",
     "eval_candidates",
+    "plan_units",
     "run_relevance",
 ]
 
@@ -107,10 +109,11 @@ class RelevanceRunConfig:
     """What ``fqa run relevance`` computes.
 
     Attributes:
-        recipes: Names of :data:`RECIPES` to train and measure. Default: the book's rows, the
-            stage's recipe and the simplest one it is compared with, plus the stage's recipe on
-            the four feedback domains' QA data only (what Quebec's QA data adds); the other
-            recipes are measured on request (``--recipes``), each about an hour on 2 cores.
+        recipes: Names of :data:`RECIPES` to train and measure. Default: the book's rows (those in
+            the committed results/), the stage's recipe and the simplest one it is compared with;
+            the others, such as the stage's recipe on the four feedback domains' QA data only (what
+            Quebec's QA data adds), are measured on request (``--recipes``), each about an hour on 2
+            cores.
         rerank: The rerank stage's settings the recipes modify (model, subset, negative pool).
         seed: Training seed of every recipe (the recipes are compared on one seed; the paired
             comparison is over held-out questions).
@@ -118,7 +121,7 @@ class RelevanceRunConfig:
             MiniLM's ranking.
     """
 
-    recipes: tuple[str, ...] = ("listwise_3neg_all", "pointwise_1neg_feedback", "listwise_3neg_feedback")
+    recipes: tuple[str, ...] = ("listwise_3neg_all", "pointwise_1neg_feedback")
     rerank: RerankRunConfig = field(default_factory=RerankRunConfig)
     seed: int = 0
     eval_depth: int = 5
@@ -168,6 +171,11 @@ def eval_candidates(
             "run on more questions (a larger --subset or none)"
         )
     return pd.DataFrame(rows)
+
+
+def plan_units(config: RelevanceRunConfig) -> list[str]:
+    """The runs an invocation under ``config`` computes, as ``fqa run --plan`` lists them."""
+    return list(config.recipes)
 
 
 def config_record(config: RelevanceRunConfig) -> dict[str, Any]:
@@ -275,5 +283,9 @@ def run_relevance(
         "eval_questions": len(eval_questions),
         **provenance(entry_timings, CACHE_VERSION),
     }
+    # the runs this invocation finished, for `fqa run --plan` (stages/plan.py)
+    remember_finished(
+        cache_root, "relevance", recorded_config, RUN_FIELDS, data_fingerprint(data_dir), plan_units(config)
+    )
     update_manifest(manifest, "relevance", entry)
     return entry

@@ -58,8 +58,9 @@ from fqa_analysis.stages.manifest import (
     update_manifest,
 )
 from fqa_analysis.stages.outputs import write_candidates
+from fqa_analysis.stages.plan import data_fingerprint, remember_finished
 
-__all__ = ["RUN_FIELDS", "config_record", "run_rerank"]
+__all__ = ["RUN_FIELDS", "config_record", "plan_units", "run_rerank"]
 
 
 #: Config fields that may differ between two runs whose models sit side by side in results/.
@@ -73,6 +74,11 @@ def _kept_rows(frame: pd.DataFrame, stale: set[str], runs: set[str]) -> pd.DataF
     # one dtype for P_phi on both sides (a table from an older rqa stage has float64 NaNs there)
     out[RATING_COLUMNS] = out[RATING_COLUMNS].astype(np.float32)
     return out
+
+
+def plan_units(config: RerankRunConfig) -> list[str]:
+    """The runs an invocation under ``config`` computes, as ``fqa run --plan`` lists them."""
+    return [f"{v}/seed{s}" for v, s in config.runs()]
 
 
 def config_record(config: RerankRunConfig) -> dict[str, Any]:
@@ -231,5 +237,9 @@ def run_rerank(
         "planned": [r for r in planned_runs() if r not in histories],
         **record,
     }
+    # the runs this invocation finished, for `fqa run --plan` (stages/plan.py)
+    remember_finished(
+        cache_root, "rerank", recorded_config, RUN_FIELDS, data_fingerprint(data_dir), plan_units(config)
+    )
     update_manifest(out_dir / "manifest.json", "rerank", entry)
     return entry

@@ -53,8 +53,9 @@ from fqa_analysis.models.retrieval import (
 from fqa_analysis.profiling import stage
 from fqa_analysis.stages.manifest import accumulated_entry, add_compute_times, provenance, update_manifest
 from fqa_analysis.stages.outputs import write_candidates
+from fqa_analysis.stages.plan import data_fingerprint, remember_finished
 
-__all__ = ["RUN_FIELDS", "RQARunConfig", "config_record", "run_rqa"]
+__all__ = ["RUN_FIELDS", "RQARunConfig", "config_record", "plan_units", "run_rqa"]
 
 K = 5
 
@@ -120,6 +121,11 @@ def _kept_system_rows(path: Path, systems: Sequence[str], keep: bool) -> list[pd
 
 #: Config fields that only say which runs ran: runs that differ in nothing else sit side by side.
 RUN_FIELDS: tuple[str, ...] = ("systems",)
+
+
+def plan_units(config: RQARunConfig) -> list[str]:
+    """The runs an invocation under ``config`` computes, as ``fqa run --plan`` lists them."""
+    return list(config.systems)
 
 
 def config_record(config: RQARunConfig) -> dict[str, Any]:
@@ -235,6 +241,8 @@ def run_rqa(
         "inputs_sha256": inputs,
         **provenance(timings, CACHE_VERSION),
     }
+    # the runs this invocation finished, for `fqa run --plan` (stages/plan.py)
+    remember_finished(cache_root, "rqa", record, RUN_FIELDS, data_fingerprint(data_dir), plan_units(config))
     update_manifest(out_dir / "manifest.json", "rqa", entry)
     return entry
 

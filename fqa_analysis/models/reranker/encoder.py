@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from fqa_analysis.cache import OMIT_AT_DEFAULT, atomic_write_json, atomic_write_npy, config_key, content_key
 from fqa_analysis.models.retrieval import minilm_checkpoint, minilm_path
+from fqa_analysis.profiling import labelled
 
 __all__ = [
     "CHUNK",
@@ -290,7 +291,7 @@ def encode_pairs(
             model.encoder.layer.load_state_dict(lower[1])
         hidden_size = model.config.hidden_size
         with torch.inference_mode():
-            for c in tqdm(todo, desc="lower layers", unit="chunk"):
+            for c in tqdm(todo, desc=labelled("lower layers"), unit="chunk"):
                 chunk = unique[c * CHUNK : (c + 1) * CHUNK]
                 out = np.zeros((len(chunk), config.max_len, hidden_size), dtype=np.float16)
                 lengths = np.zeros(len(chunk), dtype=np.int32)

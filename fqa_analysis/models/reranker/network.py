@@ -22,6 +22,7 @@ from fqa_analysis.core.ratings import mean_kl
 from fqa_analysis.models.checkpoint import TrainingCheckpoint, epoch_start, position
 from fqa_analysis.models.reranker.encoder import PairStates, RerankConfig, bf16_autocast
 from fqa_analysis.models.retrieval import minilm_path
+from fqa_analysis.profiling import labelled
 
 __all__ = [
     "CACHE_VERSION",
@@ -181,7 +182,7 @@ def train_reranker(
         order, first, losses, elapsed = epoch_start(resume, epoch, rng, len(units))
         t0 = time.perf_counter() - elapsed
         batches = range(first, len(order), per_batch)
-        for lo in tqdm(batches, desc=f"rerank epoch {epoch + 1}", leave=False):
+        for lo in tqdm(batches, desc=labelled(f"epoch {epoch + 1}/{config.epochs}"), leave=False):
             if step >= total:
                 break
             chosen = [units[int(u)] for u in order[lo : lo + per_batch]]
@@ -254,7 +255,10 @@ def _predict(top: _Top, ids: Sequence[str], states: PairStates, config: RerankCo
     with torch.inference_mode():
         # a progress bar only for the stage's big scoring passes, not the per-epoch selection sets
         for lo in tqdm(
-            range(0, len(order), SCORE_BATCH), desc="score pairs", unit="batch", disable=len(ids) < 5000
+            range(0, len(order), SCORE_BATCH),
+            desc=labelled("score pairs"),
+            unit="batch",
+            disable=len(ids) < 5000,
         ):
             rows = order[lo : lo + SCORE_BATCH]
             hidden, mask = states.batch([ids[i] for i in rows])

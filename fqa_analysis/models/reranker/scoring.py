@@ -19,6 +19,7 @@ from fqa_analysis.cache import (
 )
 from fqa_analysis.models.reranker.encoder import PairStates, RerankConfig
 from fqa_analysis.models.reranker.network import SCORE_BATCH, predict
+from fqa_analysis.profiling import labelled
 
 __all__ = [
     "SCORES_FILE",
@@ -127,7 +128,7 @@ def score_cached(
     # whole batches score every pair exactly as one pass would
     missing = sorted(sorted(set(ids) - known.keys()), key=states.length)
     chunks = range(0, len(missing), SCORE_CHUNK)
-    for lo in tqdm(chunks, desc="score pairs", unit="chunk", disable=len(chunks) < 2):
+    for lo in tqdm(chunks, desc=labelled("score pairs"), unit="chunk", disable=len(chunks) < 2):
         part = missing[lo : lo + SCORE_CHUNK]
         known.update(zip(part, predict(weights, part, states, model).astype(np.float32), strict=True))
         # stored after every chunk: an interrupted pass resumes with the pairs still missing

@@ -1,0 +1,249 @@
+"""What a stage would compute, before it computes anything: ``fqa run STAGE --plan``.
+
+A stage's work is a list of *runs* (an RQA system, a relevance recipe, ``variant/seedN``, a beyond
+run, ``seedN`` of explain-then-rate; the explain stage is one run). Each run is
+
+* **in the results folder** when ``--out`` holds the stage under the same configuration (the
+  stage's ``RUN_FIELDS`` aside) and the run's steps are recorded there;
+* **cached** when a run of the stage under the same configuration and the same data finished it
+  with this cache (every stage records the runs it finished in the cache's ``finished_runs.json``,
+  :func:`remember_finished`), so rerunning reads it back;
+* **to compute** otherwise.
+
+Its time is estimated from recorded timings, float32 on 2 CPU cores, counted as the book counts a
+stage's cost (:func:`~fqa_analysis.core.results.counted_seconds`: each model's own training, the
+relevance model once, in the rerank stage): the ``--out`` folder's manifest where it holds the stage,
+else the committed ``results/manifest.json``. A run never recorded takes the mean of its siblings
+(the same run under another seed); steps shared by the stage's runs count once when anything is
+computed. A stage planned alone on an empty cache also trains the relevance model the rerank stage
+counts (about an hour), which its own estimate leaves out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fqa_analysis.cache import atomic_write_json, content_key, file_sha256
+from fqa_analysis.core.results import comparable_config, counted_seconds
+
+__all__ = [
+    "FINISHED_RUNS",
+    "PlannedRun",
+    "data_fingerprint",
+    "duration_text",
+    "plan_lines",
+    "plan_stage",
+    "remember_finished",
+    "unit_of",
+]
+
+#: The cache's record of the runs every stage finished, by configuration and data.
+FINISHED_RUNS = "finished_runs.json"
+STATUSES = ("compute", "cached", "results")
+_LABELS = {"compute": "to compute", "cached": "cached", "results": "in the results folder"}
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a stage in a plan.
+
+    Attributes:
+        stage: The stage's manifest entry (``explain_rate_paper`` for the paper's form).
+        run: The run (``feedback_kl/seed1``); ``""`` for the stage as a whole, ``"(shared)"`` for
+            the steps its runs share.
+        status: ``compute``, ``cached`` or ``results``.
+        seconds: Estimated compute (None: nothing recorded to estimate from).
+    """
+
+    stage: str
+    run: str
+    status: str
+    seconds: float | None
+
+
+def unit_of(step: str, units: Sequence[str]) -> str | None:
+    """The run a recorded step belongs to (the longest run name it starts with), or None.
+
+    Example:
+        >>> unit_of("feedback_kl/seed1/train", ["feedback_kl/seed1", "feedback_kl/seed10"])
+        'feedback_kl/seed1'
+        >>> unit_of("data", ["bm25"]) is None, unit_of("data", [""])
+        (True, '')
+    """
+    if "" in units:
+        return ""
+    owners = [u for u in units if step == u or step.startswith(u + "/")]
+    return max(owners, key=len) if owners else None
+
+
+def data_fingerprint(data_dir: Path) -> str:
+    """A key of the data folder's content: every JSON file's path and SHA-256 (a second or less)."""
+    digest = hashlib.sha256()
+    for path in sorted(data_dir.rglob("*.json")):
+        digest.update(f"{path.relative_to(data_dir).as_posix()}:{file_sha256(path)}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _finished_key(stage: str, record: dict[str, Any], run_fields: tuple[str, ...], data_key: str) -> str:
+    return content_key(stage, comparable_config(record, run_fields), data_key)
+
+
+def remember_finished(
+    cache_root: Path,
+    stage: str,
+    record: dict[str, Any],
+    run_fields: tuple[str, ...],
+    data_key: str,
+    runs: Sequence[str],
+) -> None:
+    """Add ``runs`` to the cache's record of finished runs (called by a stage as it ends)."""
+    path = cache_root / FINISHED_RUNS
+    known: dict[str, list[str]] = json.loads(path.read_text()) if path.exists() else {}
+    key = _finished_key(stage, record, run_fields, data_key)
+    known[key] = sorted(set(known.get(key, [])) | set(runs))
+    atomic_write_json(path, known)
+
+
+def _finished(
+    cache_root: Path, stage: str, record: dict[str, Any], run_fields: tuple[str, ...], data_key: str
+) -> set[str]:
+    path = cache_root / FINISHED_RUNS
+    if not path.exists():
+        return set()
+    known: dict[str, list[str]] = json.loads(path.read_text())
+    return set(known.get(_finished_key(stage, record, run_fields, data_key), []))
+
+
+def _seconds_by_run(entry: dict[str, Any], units: Sequence[str]) -> tuple[dict[str, float], float]:
+    """Recorded compute per run of ``units`` (and of every run the entry records), and the shared steps'."""
+    per_run: dict[str, float] = {}
+    shared = 0.0
+    # a recorded run is the prefix of a step at the depth of the planned runs (rerank's
+    # ``variant/seedN`` of ``variant/seedN/train``); other steps (``data``, ``deep/rqa``) are shared
+    depths = {u.count("/") for u in units}
+    recorded = {s.rsplit("/", 1)[0] for s in entry.get("timings", {}) if "/" in s}
+    known = sorted(set(units) | {r for r in recorded if r.count("/") in depths}, key=len)
+    counted = counted_seconds(entry) if entry.get("timings") else {}
+    for step, seconds in counted.items():
+        unit = unit_of(step, units) if "" in units else unit_of(step, [u for u in known if u])
+        if unit is None:
+            shared += seconds
+        else:
+            per_run[unit] = per_run.get(unit, 0.0) + seconds
+    return per_run, shared
+
+
+def _estimate(run: str, per_run: dict[str, float]) -> float | None:
+    if run in per_run:
+        return per_run[run]
+    pattern = re.sub(r"seed\d+", "seed*", run)
+    siblings = [s for r, s in per_run.items() if re.sub(r"seed\d+", "seed*", r) == pattern]
+    return sum(siblings) / len(siblings) if siblings else None
+
+
+def plan_stage(
+    stage: str,
+    units: Sequence[str],
+    record: dict[str, Any],
+    run_fields: tuple[str, ...],
+    present: dict[str, Any],
+    committed: dict[str, Any],
+    cache_root: Path,
+    data_key: str,
+) -> list[PlannedRun]:
+    """Each run of one stage: in the results folder, cached, or to compute, with its estimated time.
+
+    Args:
+        stage: The manifest entry's name.
+        units: The runs this invocation would compute (``[""]``: the stage as one run).
+        record: The configuration the stage would record (its ``config_record``).
+        run_fields: The stage's ``RUN_FIELDS``.
+        present: The ``--out`` folder's entry of the stage (``{}`` if none).
+        committed: The committed results' entry, whose timings estimate the cost where ``present``
+            does not hold this configuration.
+        cache_root: The model cache.
+        data_key: :func:`data_fingerprint` of the data folder.
+
+    Example:
+        >>> entry = {"config": {"lr": 1, "seeds": [0]}, "timings": {"a/seed0/train": {"wall_s": 60.0},
+        ...          "data": {"wall_s": 5.0}}}
+        >>> plan = plan_stage("s", ["a/seed0", "a/seed1"], {"lr": 1, "seeds": [0, 1]}, ("seeds",), entry,
+        ...                   {}, Path("/nonexistent"), "k")
+        >>> [(p.run, p.status, p.seconds) for p in plan]
+        [('a/seed0', 'results', 60.0), ('a/seed1', 'compute', 60.0), ('(shared)', 'compute', 5.0)]
+    """
+    same = bool(present) and comparable_config(present.get("config", {}), run_fields) == comparable_config(
+        record, run_fields
+    )
+    there = set()
+    if same:
+        recorded = list(present.get("timings", {}))
+        there = {u for u in units if any(unit_of(step, [u]) == u for step in recorded)}
+    finished = _finished(cache_root, stage, record, run_fields, data_key)
+    per_run, shared = _seconds_by_run(present if same else committed, units)
+    plan = [
+        PlannedRun(
+            stage,
+            unit,
+            "results" if unit in there else "cached" if unit in finished else "compute",
+            _estimate(unit, per_run),
+        )
+        for unit in units
+    ]
+    if "" not in units and any(p.status == "compute" for p in plan) and shared:
+        plan.append(PlannedRun(stage, "(shared)", "compute", round(shared, 2)))
+    return plan
+
+
+def duration_text(seconds: float) -> str:
+    """Minutes under 90 minutes, hours above.
+
+    Example:
+        >>> duration_text(45), duration_text(600), duration_text(47_000)
+        ('1 min', '10 min', '13.1 h')
+    """
+    if seconds < 90 * 60:
+        return f"{max(1, round(seconds / 60))} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def plan_lines(plan: Sequence[PlannedRun]) -> list[str]:
+    """The printed plan: a line per run, a total per stage, and the summary line scripts read.
+
+    The last line is ``plan: N to compute, M cached, K in the results folder, about T``; T counts
+    the runs to compute (a cached run reads back in seconds).
+
+    Example:
+        >>> runs = [PlannedRun("rqa", "bm25", "results", 1.0), PlannedRun("rqa", "hybrid", "compute", 3600.0)]
+        >>> plan_lines(runs)[-1]
+        'plan: 1 to compute, 0 cached, 1 in the results folder, about 60 min'
+    """
+    lines = []
+    unknown = 0
+    for stage in dict.fromkeys(p.stage for p in plan):
+        runs = [p for p in plan if p.stage == stage]
+        width = max(len(p.run or "(the whole stage)") for p in runs)
+        for p in runs:
+            cost = "" if p.seconds is None else f"  ~{duration_text(p.seconds)}"
+            if p.status == "compute" and p.seconds is None:
+                cost = "  (no recorded time)"
+            lines.append(f"{stage:18s} {(p.run or '(the whole stage)'):{width}s}  {_LABELS[p.status]}{cost}")
+        todo = sum(p.seconds or 0.0 for p in runs if p.status == "compute")
+        unknown += sum(p.seconds is None for p in runs if p.status == "compute")
+        lines.append(f"{stage:18s} {'total to compute':{width}s}  ~{duration_text(todo)}" if todo else "")
+    counts = {s: sum(p.status == s for p in plan if p.run != "(shared)") for s in STATUSES}
+    total = sum(p.seconds or 0.0 for p in plan if p.status == "compute")
+    about = "nothing" if not total and not counts["compute"] else duration_text(total)
+    if unknown:
+        about += f" and {unknown} run(s) with no recorded time"
+    lines.append(
+        f"plan: {counts['compute']} to compute, {counts['cached']} cached, "
+        f"{counts['results']} in the results folder, about {about}"
+    )
+    return [line for line in lines if line]
