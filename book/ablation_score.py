@@ -18,6 +18,13 @@
 #
 # The paper adds the reranker's probability of the top rating to the RQA's probability, S = P_theta + P_phi(Excellent). That throws away the rest of the rating distribution: a passage the reranker thinks is surely Acceptable scores the same as one it thinks is surely Bad. The alternative keeps it: S = P_theta + E[y]/3, the expected rating on the 0..3 scale (Bad 0, Could be Improved 1, Acceptable 2, Excellent 3) divided by 3 so that both scores lie in [0, 1]. Both rules are applied to the **same** trained rerankers (every variant, every seed, every RQA system); only the scoring changes, so the comparison is paired question by question.
 
+# %% tags=["parameters", "hide-input"]
+# The page's settings, at the book's values. Change one and re-execute the notebook to get that
+# ablation from the stored predictions, no model trained (the "Rerun an ablation" page), e.g.
+#   python tools/execute_notebooks.py book/ablation_score.ipynb -p WEIGHT 0.25
+WEIGHT = None  # None: S = P_theta + score (the paper's sum); w in [0, 1]: S = (1 - w) P_theta + w score
+DEPTH = 5  # how many of the RQA's top 5 candidates the reranker rescores, 1..5
+
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -32,18 +39,21 @@ from fqa_analysis.core.reranking import (
     score_ablation,
     score_outcomes,
     score_separation,
+    scoring_note,
     seed_table,
 )
 from fqa_analysis.core.results import load_candidates, load_stage, results_dir
 from fqa_analysis.models.reranker.variants import VARIANTS as DECLARED
 
 RESULTS = results_dir()
+SETTINGS_NOTE = scoring_note("p_excellent", WEIGHT, DEPTH)  # None at the book's settings
 candidates = load_candidates(RESULTS)
+candidates = candidates[candidates["rqa_rank"] <= DEPTH]  # a question whose gold is deeper is wrong
 stage = load_stage(RESULTS, "rerank")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 VARIANTS = [v for v in DECLARED if v in set(candidates["reranker"])]  # the stage's order
 rated = candidates[candidates["reranker"] != "none"]
-scored = score_ablation(candidates, commit=stage["git_commit"])
+scored = score_ablation(candidates, commit=stage["git_commit"], weight=WEIGHT)
 # RQA systems weakest to strongest, rerankers in the stage's order, as in every table of the page
 ablation = scored.table.reset_index()
 ablation = ablation.sort_values(
@@ -87,7 +97,7 @@ lines = [
     )
     + ".",
 ]
-display(Markdown("\n".join(f"- {x}" for x in lines)))
+display(Markdown("\n".join(f"- {x}" for x in lines) + (f"\n\n{SETTINGS_NOTE}" if SETTINGS_NOTE else "")))
 
 # %% [markdown]
 # ## Accuracy under both rules
@@ -97,7 +107,7 @@ display(Markdown("\n".join(f"- {x}" for x in lines)))
 # %% tags=["hide-input"]
 tables = []
 for rule in ("p_excellent", "expected_rating"):
-    t = seed_table(score_outcomes(rated, rule))
+    t = seed_table(score_outcomes(rated, rule, WEIGHT))
     tables.append(t[t["test_set"] == "overall (micro)"].assign(test_set=rule))
 both = pd.concat(tables, ignore_index=True)
 rescored = [s for s in SYSTEMS if s in set(rated["rqa"])]

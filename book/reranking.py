@@ -18,6 +18,15 @@
 #
 # Does a reranker trained on user feedback make the QA system more accurate? The RQA system's top-5 candidates are rescored with the paper's S = P_theta + P_phi(Excellent), where P_phi is a reranker's rating distribution, and the highest S answers the question. One trained reranker rescores every RQA system (the paper's decoupling: the reranker is trained apart from any RQA and never sees its scores). Overall = the four feedback domains' test questions (Quebec has no feedback and is outside the overall, as in the paper).
 
+# %% tags=["parameters", "hide-input"]
+# The page's settings, at the book's values. Change one and re-execute the notebook to get that
+# ablation from the stored predictions, no model trained (the "Rerun an ablation" page), e.g.
+#   python tools/execute_notebooks.py book/reranking.ipynb -p WEIGHT 0.25
+SCORE = "p_excellent"  # the reranker's part of S: "p_excellent" (the paper's) or "expected_rating" (E[y]/3)
+WEIGHT = None  # None: S = P_theta + score (the paper's sum); w in [0, 1]: S = (1 - w) P_theta + w score
+DEPTH = 5  # how many of the RQA's top 5 candidates the reranker rescores, 1..5
+RQA_SHOWN = None  # the RQA system the page's answer is about; None: the strongest one rescored (hybrid)
+
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import numpy as np
@@ -58,6 +67,7 @@ from fqa_analysis.core.reranking import (
     reranker_quality,
     run_measures,
     score_outcomes,
+    scoring_note,
     seed_table,
 )
 from fqa_analysis.core.results import (
@@ -78,23 +88,28 @@ from fqa_analysis.models.reranker.variants import VARIANTS, planned_runs
 
 pd.set_option("display.max_columns", 20)
 RESULTS = results_dir()
+SETTINGS_NOTE = scoring_note(SCORE, WEIGHT, DEPTH)  # None at the book's settings
 candidates = load_candidates(RESULTS)
+candidates = candidates[candidates["rqa_rank"] <= DEPTH]  # a question whose gold is deeper is wrong
 stage = load_stage(RESULTS, "rerank")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 present = set(candidates["reranker"]) - {"none"}
 RERANKERS = ["none", *[v for v in VARIANTS if v in present]]  # declaration order, what is there
 RESCORED = [s for s in SYSTEMS if s in set(candidates.loc[candidates["reranker"] != "none", "rqa"])]
-RQA = "hybrid" if "hybrid" in RESCORED else RESCORED[-1]  # the strongest RQA system here
+RQA = RQA_SHOWN or ("hybrid" if "hybrid" in RESCORED else RESCORED[-1])  # the strongest RQA system here
+if RQA not in RESCORED:
+    raise ValueError(f"RQA_SHOWN = {RQA!r}: allowed None or one of the rescored systems {RESCORED}")
+RQA_WORDS = "the strongest RQA system here" if RQA_SHOWN is None else "the RQA system chosen for this page"
 WARM = [v for v in RERANKERS[1:] if VARIANTS[v].start == "relevance"]
 SCRATCH = [v for v in RERANKERS[1:] if v.endswith("_scratch")]
 FEEDBACK = [v for v in RERANKERS[1:] if v != "vanilla"]
 seeds_of = candidates[candidates["reranker"] != "none"].groupby("reranker")["seed"].unique()
-outcomes = score_outcomes(candidates)  # S = P_theta + P(Excellent); RQA alone ranks by P_theta
+outcomes = score_outcomes(candidates, SCORE, WEIGHT)  # S = P_theta + P(Excellent); RQA alone by P_theta
 table = seed_table(outcomes)
 rescored = outcomes[outcomes["rqa"].isin(RESCORED)]
 micro = compare_to_baseline(rescored, average="micro", commit=stage["git_commit"])
 macro = compare_to_baseline(rescored, average="macro", commit=stage["git_commit"])
-quality = reranker_quality(candidates, RQA)
+quality = reranker_quality(candidates, RQA, reranker_score=SCORE, weight=WEIGHT)
 compute_min, peak_gib = stage_cost(stage)
 n_overall = int(outcomes[(outcomes["reranker"] == "none") & (outcomes["rqa"] == RQA)].shape[0])
 
@@ -208,7 +223,7 @@ lines = []
 if (found := best_feedback_gain(g)) is not None:
     best, significant = found
     lines.append(
-        f"**The answer.** On the strongest RQA system here ({RQA}, {100 * rqa_alone:.2f}% alone), the best "
+        f"**The answer.** On {RQA_WORDS} ({RQA}, {100 * rqa_alone:.2f}% alone), the best "
         f"reranker trained on feedback, `{best}`, changes overall accuracy by {change(g.loc[best])}: "
         + ("a significant gain" if significant else "not a significant change")
         + (
@@ -305,7 +320,7 @@ lines.append(
     f"({len(stage['histories'])} model{'s' if len(stage['histories']) > 1 else ''}, peak memory "
     f"{peak_gib:.1f} GiB)."
 )
-display(Markdown("\n".join(f"- {x}" for x in lines)))
+display(Markdown("\n".join(f"- {x}" for x in lines) + (f"\n\n{SETTINGS_NOTE}" if SETTINGS_NOTE else "")))
 
 # %% [markdown]
 # ## The rerankers
@@ -506,7 +521,11 @@ pd.DataFrame(
 # %% tags=["hide-input"]
 from fqa_analysis.core.reranking import pick_disagreement
 
-why = pick_disagreement(candidates, RQA).groupby("reranker", sort=False).mean(numeric_only=True)
+why = (
+    pick_disagreement(candidates, RQA, reranker_score=SCORE, weight=WEIGHT)
+    .groupby("reranker", sort=False)
+    .mean(numeric_only=True)
+)
 why = why.reindex([k for k in RERANKERS[1:] if k in why.index])
 why_view = pd.DataFrame(
     {
@@ -532,7 +551,10 @@ why_view
 # Accuracy@1 of each reranker alone (argmax P(Excellent) among that system's top 5; ties to the better RQA rank) beside the RQA alone (first row), overall micro, mean over seeds, in %, one column per RQA system; the line above the table names the (RQA, reranker) pairs where the reranker alone is the better of the two. A reranker that is right more often than the RQA it rescores has something to add; one that is right less often can add only where the RQA is unsure.
 
 # %% tags=["hide-input"]
-every = pd.concat([reranker_quality(candidates, r).assign(rqa=r) for r in RESCORED], ignore_index=True)
+every = pd.concat(
+    [reranker_quality(candidates, r, reranker_score=SCORE, weight=WEIGHT).assign(rqa=r) for r in RESCORED],
+    ignore_index=True,
+)
 by_rqa = every.groupby(["rqa", "reranker"], sort=False)[["alone", "reranked", "rqa_alone"]].mean()
 # rerankers as rows, RQA systems as columns: the table grows down, not across, with the variants present
 alone_view = (100 * by_rqa["alone"]).unstack("rqa").reindex(index=RERANKERS[1:], columns=RESCORED).round(1)

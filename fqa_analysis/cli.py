@@ -52,7 +52,7 @@ def _listed(values: Sequence[object]) -> str:
     return ",".join(str(v) for v in values)
 
 
-__all__ = ["main", "parse_args", "stage_configs"]
+__all__ = ["main", "options_markdown", "parse_args", "stage_configs"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,7 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="group", required=True, parser_class=_Parser)
     data_p = sub.add_parser("data", help="fetch and check the FeedbackQA data")
     data_sub = data_p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    dir_help = f"data folder (default: ${data.ENV_DATA_DIR}, else {data.default_cache_dir()})"
+    # the defaults in words, not this machine's paths: the README's options table is this help
+    dir_help = (
+        f"data folder (default: ${data.ENV_DATA_DIR}, else $XDG_CACHE_HOME or ~/.cache, "
+        "then fqa-eval/feedbackqa)"
+    )
     fetch_p = data_sub.add_parser("fetch", help="download (or copy from a mirror) and verify")
     fetch_p.add_argument("--data-dir", type=Path, help=dir_help)
     fetch_p.add_argument(
@@ -109,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--cache-dir",
         type=Path,
-        help=f"model-output cache (default: ${ENV_CACHE_DIR}, else {default_cache_root()})",
+        help=f"model-output cache (default: ${ENV_CACHE_DIR}, else $XDG_CACHE_HOME or ~/.cache, then "
+        "fqa-eval/runs)",
     )
     add(
         "--plan",
@@ -835,6 +840,38 @@ def _report(entry: dict[str, Any]) -> None:
     for name, timing in entry["timings"].items():
         print(f"{name:36s} {timing['wall_s']:9.1f} s  peak {timing['peak_rss_mb']:8.1f} MiB")
     print(f"stage {entry['stage']} done")
+
+
+def options_markdown() -> str:
+    """The options of ``fqa run`` as a Markdown table: option, the stages that read it, its help.
+
+    The README's options table is this text (``tests/test_cli_options.py``), so the two cannot drift.
+    """
+
+    def sub(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        found: argparse.ArgumentParser = actions[0].choices[name]
+        return found
+
+    all_p = sub(sub(_parser(), "run"), "all")
+    rows = ["| option | stages | what it sets (default, range) |", "|---|---|---|"]
+    for action in all_p._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        dest = action.dest
+        stages = (
+            "every stage"
+            if dest in COMMON_OPTIONS
+            else ", ".join(s for s in STAGES if s != "all" and dest in STAGES[s])
+        )
+        value = "" if action.nargs == 0 else " " + ("DIR" if action.type is Path else "VALUE")
+        text = (
+            " ".join((action.help or "").split())
+            .replace("%(default)s", str(action.default))
+            .replace("|", "/")
+        )
+        rows.append(f"| `{action.option_strings[0]}{value}` | {stages} | {text} |")
+    return "\n".join(rows)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -262,3 +262,11 @@ def test_run_without_a_stage_is_all() -> None:
     assert parse_args(["run"]).stage == "all"
     assert parse_args(["run", "--subset", "3"]).stage == "all"
     assert parse_args(["run", "--subset", "3"]).subset == 3
+
+
+def test_the_readme_options_table_is_the_cli_help() -> None:
+    from fqa_analysis.cli import options_markdown
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("<!-- options:start -->\n", 1)[1].split("\n<!-- options:end -->", 1)[0]
+    assert table == options_markdown()

@@ -416,3 +416,39 @@ def test_warm_variants_with_frozen_lower_layers_run_in_their_own_folder(
     assert len(mine) == len(full) and not (mine["p_excellent"] == full["p_excellent"]).all()
     # the full configuration's folder refuses the frozen runs (a stage never mixes configurations)
     assert main([*argv, "--warm-frozen-layers", "4", "--out", str(out)]) == 2
+
+
+def test_a_page_setting_reruns_an_ablation_from_the_stored_predictions(
+    smoke_run: tuple[Path, Path, float], tmp_path: Path
+) -> None:
+    """book/rerun.md: `-p NAME VALUE` re-executes a page with one setting changed, no model trained."""
+    import os
+    import subprocess
+    import sys
+
+    import nbformat
+
+    out, _, _ = smoke_run
+    root = Path(__file__).resolve().parents[1]
+    tool = [
+        sys.executable,
+        str(root / "tools" / "execute_notebooks.py"),
+        str(root / "book" / "ablation_score.ipynb"),
+    ]
+    env = {**os.environ, "FQA_RESULTS_DIR": str(out)}
+    copy = tmp_path / "depth3.ipynb"
+    done = subprocess.run(
+        [*tool, "-p", "DEPTH", "3", "--output", str(copy)], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = json.dumps(nbformat.read(copy, as_version=4)["cells"])
+    assert "DEPTH = 3 (book: 5); every table, test and sentence on it uses them" in text
+    refused = subprocess.run(
+        [*tool, "-p", "WEIGHT", "2", "--output", str(copy)], env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 1
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
+    assert (
+        len(errors) == 1
+        and "WEIGHT = 2: allowed None (the paper's sum P_theta + score) or a number" in errors[0]
+    )

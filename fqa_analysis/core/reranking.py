@@ -46,6 +46,7 @@ from fqa_analysis.data import FEEDBACK_DOMAINS
 
 __all__ = [
     "AGREEMENT_SUBSETS",
+    "BOOK_SCORING",
     "FEEDBACK_CLAIM",
     "auc",
     "best_feedback_gain",
@@ -75,11 +76,61 @@ __all__ = [
     "score_ablation",
     "score_outcomes",
     "score_separation",
+    "scoring_note",
     "seed_table",
 ]
 
 #: Subsets of feedback_test items by annotator agreement.
 AGREEMENT_SUBSETS: tuple[str, ...] = ("all", "unanimous", "disagree")
+
+
+#: The scoring settings of the book's pages (their ``parameters`` cells hold these values): the
+#: reranker's part of S, the weight of the sum (None: the paper's plain sum) and the RQA candidates
+#: the reranker rescores.
+BOOK_SCORING: dict[str, Any] = {"SCORE": "p_excellent", "WEIGHT": None, "DEPTH": 5}
+
+
+def scoring_note(score: str, weight: float | None, depth: int, k: int = 5) -> str | None:
+    """Check a page's scoring parameters; name those that differ from the book's (None: none does).
+
+    A reader changes a page's ``parameters`` cell and re-executes it to get an ablation from the
+    stored predictions; the page then says, under its findings, that it shows other settings.
+
+    Raises:
+        ValueError: A value the parameter does not allow (one line: the parameter, the value, the range).
+
+    Example:
+        >>> scoring_note("p_excellent", None, 5) is None
+        True
+        >>> scoring_note("expected_rating", 0.25, 3)  # doctest: +NORMALIZE_WHITESPACE
+        "*This page was executed with settings other than the book's: SCORE = 'expected_rating' (book:
+        'p_excellent'), WEIGHT = 0.25 (book: None), DEPTH = 3 (book: 5); every table, test and sentence
+        on it uses them.*"
+        >>> scoring_note("p_excellent", 2.0, 5)
+        Traceback (most recent call last):
+        ...
+        ValueError: WEIGHT = 2.0: allowed None (the paper's sum P_theta + score) or a number in [0, 1]
+    """
+    if score not in ("p_excellent", "expected_rating"):
+        raise ValueError(
+            f"SCORE = {score!r}: allowed 'p_excellent' (the paper's) or 'expected_rating' (E[y]/3)"
+        )
+    if weight is not None and not (isinstance(weight, int | float) and 0.0 <= weight <= 1.0):
+        raise ValueError(
+            f"WEIGHT = {weight!r}: allowed None (the paper's sum P_theta + score) or a number in [0, 1]"
+        )
+    if not isinstance(depth, int) or not 1 <= depth <= k:
+        raise ValueError(
+            f"DEPTH = {depth!r}: allowed an integer in 1..{k} (the candidates stored per question)"
+        )
+    given = {"SCORE": score, "WEIGHT": weight, "DEPTH": depth}
+    changed = [f"{n} = {v!r} (book: {BOOK_SCORING[n]!r})" for n, v in given.items() if v != BOOK_SCORING[n]]
+    if not changed:
+        return None
+    return (
+        f"*This page was executed with settings other than the book's: {', '.join(changed)}; every table, "
+        "test and sentence on it uses them.*"
+    )
 
 
 def score_outcomes(
@@ -258,8 +309,12 @@ def score_ablation(
     n_resamples: int = 10_000,
     seed: int = 0,
     commit: str | None = None,
+    weight: float | None = None,
 ) -> Comparison:
     """P(Excellent) against E[y]/3 as the reranker's score, for every (RQA, reranker).
+
+    Both rules add the score to P_theta (``weight`` None, the paper's sum) or weigh the two
+    (``(1 - w) P_theta + w score``), as :func:`score_outcomes` reads it.
 
     Per (RQA, reranker): seed-averaged outcomes under both rules over the overall questions,
     a paired bootstrap (stratified by test set) of ``expected_rating - p_excellent``; Holm
@@ -273,7 +328,7 @@ def score_ablation(
     """
     rated = candidates[candidates["reranker"] != "none"]
     rated = rated[rated["domain"].isin(list(overall_domains))]
-    picks = {rule: score_outcomes(rated, rule) for rule in ("p_excellent", "expected_rating")}
+    picks = {rule: score_outcomes(rated, rule, weight) for rule in ("p_excellent", "expected_rating")}
     keys = [*RUN_KEYS, "domain", "split", "question_id"]
     joined = picks["p_excellent"].merge(picks["expected_rating"], on=keys, suffixes=("_pe", "_er"))
     changed = (
@@ -370,14 +425,19 @@ def score_separation(
 
 
 def reranker_quality(
-    candidates: pd.DataFrame, rqa: str = "hybrid", overall_domains: Sequence[str] = FEEDBACK_DOMAINS
+    candidates: pd.DataFrame,
+    rqa: str = "hybrid",
+    overall_domains: Sequence[str] = FEEDBACK_DOMAINS,
+    reranker_score: RerankerScore = "p_excellent",
+    weight: float | None = None,
 ) -> pd.DataFrame:
     """Per reranker and seed, on one RQA system's top-k of the overall questions.
 
     * ``auc``: ROC AUC of P(Excellent), gold vs the other candidates of the top k (pooled over
       questions; questions without the gold in the top k contribute negatives only);
     * ``alone``: accuracy@1 of the reranker alone, argmax P(Excellent) (ties to the better RQA rank);
-    * ``reranked``: accuracy@1 of the paper's S = P_theta + P(Excellent);
+    * ``reranked``: accuracy@1 of the paper's S = P_theta + P(Excellent) (or of another rule:
+      ``reranker_score`` and ``weight``, as :func:`score_outcomes` reads them);
     * ``rqa_alone`` and ``random_in_topk`` (recall@k / k): the two references.
 
     Accuracies are micro over the overall questions (every question of a domain without its gold
@@ -417,7 +477,9 @@ def reranker_quality(
         {
             "auc": separation,
             "alone": select_top1(rated, p_excellent_score(rated)).groupby(keys, sort=False)["correct"].mean(),
-            "reranked": score_outcomes(rated).groupby(keys, sort=False)["correct"].mean(),
+            "reranked": score_outcomes(rated, reranker_score, weight)
+            .groupby(keys, sort=False)["correct"]
+            .mean(),
         }
     )
     return table.assign(rqa_alone=rqa_alone, random_in_topk=random_pick).reset_index()
@@ -950,7 +1012,11 @@ def rerank_targets(
 
 
 def pick_disagreement(
-    candidates: pd.DataFrame, rqa: str = "hybrid", overall_domains: Sequence[str] = FEEDBACK_DOMAINS
+    candidates: pd.DataFrame,
+    rqa: str = "hybrid",
+    overall_domains: Sequence[str] = FEEDBACK_DOMAINS,
+    reranker_score: RerankerScore = "p_excellent",
+    weight: float | None = None,
 ) -> pd.DataFrame:
     """Per reranker and seed: the questions where it alone and the RQA pick differently, and who is right.
 
@@ -983,7 +1049,7 @@ def pick_disagreement(
     base = select_top1(none, none["p_rqa"].astype(float)).set_index(keys)
     rated = mine[mine["reranker"] != "none"]
     alone = select_top1(rated, p_excellent_score(rated))
-    summed = score_outcomes(rated)
+    summed = score_outcomes(rated, reranker_score, weight)  # the paper's sum, or the page's rule
     rows = []
     for (reranker, seed), block in alone.groupby(["reranker", "seed"], sort=False):
         block = block.set_index(keys)
