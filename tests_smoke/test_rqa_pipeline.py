@@ -452,3 +452,44 @@ def test_a_page_setting_reruns_an_ablation_from_the_stored_predictions(
         len(errors) == 1
         and "WEIGHT = 2: allowed None (the paper's sum P_theta + score) or a number" in errors[0]
     )
+
+
+@pytest.mark.parametrize("lacks", ["table", "column"])
+def test_a_chapter_on_a_folder_lacking_a_table_or_column_ends_in_one_line(
+    smoke_run: tuple[Path, Path, float], tmp_path: Path, lacks: str
+) -> None:
+    """A chapter run on an incomplete folder says what is missing and which command writes it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    out, _, _ = smoke_run
+    folder = tmp_path / "results"
+    shutil.copytree(out, folder)
+    if lacks == "table":
+        (folder / "rqa_temperatures.parquet").unlink()
+        expected = (
+            "rqa_temperatures.parquet, (whole file): the results file does not exist. Fix: run `fqa run rqa"
+        )
+    else:
+        ranks = pd.read_parquet(folder / "rqa_ranks.parquet").drop(columns="gold_rank_pooled")
+        ranks.to_parquet(folder / "rqa_ranks.parquet")
+        expected = (
+            f"column 'gold_rank_pooled' is missing from {folder / 'rqa_ranks.parquet'}: `fqa run rqa --out"
+        )
+    root = Path(__file__).resolve().parents[1]
+    tool = [
+        sys.executable,
+        str(root / "tools" / "execute_notebooks.py"),
+        str(root / "book" / "retrieval.ipynb"),
+    ]
+    done = subprocess.run(
+        [*tool, "--output", str(tmp_path / "page.ipynb")],
+        env={**os.environ, "FQA_RESULTS_DIR": str(folder)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and expected in errors[0], done.stderr[-1500:]

@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         except CellExecutionError as exc:
             # the cell's error in one line (a chapter shows a DataError as its message alone: the file,
             # the item and the command that writes it); the notebook is left as it was
-            print(f"error: {path}: {exc.ename}: {exc.evalue}", file=sys.stderr)
+            # the page's own one-line account (core.results prints it), else the exception itself
+            said = [line for line in str(exc.traceback).splitlines() if line.startswith("DataError: ")]
+            print(f"error: {path}: {said[-1] if said else f'{exc.ename}: {exc.evalue}'}", file=sys.stderr)
             return 1
         target = args.output or path
         nbformat.write(nb, target)

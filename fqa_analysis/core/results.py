@@ -42,6 +42,7 @@ __all__ = [
     "load_relevance_recipes",
     "load_stage",
     "load_table",
+    "missing_column_note",
     "missing_runs_note",
     "relevance_recipes",
     "rerankers_current",
@@ -415,11 +416,64 @@ def load_stage(results_dir: Path, stage: str) -> dict[str, Any]:
     return entry
 
 
+def missing_column_note(column: str, folder: Path, reference: Path | None) -> str | None:
+    """Which table of ``folder`` lacks ``column`` and the command that writes it (None if none does).
+
+    A table lacks the column where its counterpart in ``reference`` (the project's committed
+    ``results/``) holds it.
+
+    Example:
+        >>> import tempfile
+        >>> mine, theirs = Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp())
+        >>> pd.DataFrame({"a": [1]}).to_parquet(mine / "rqa_ranks.parquet")
+        >>> pd.DataFrame({"a": [1], "rank": [2]}).to_parquet(theirs / "rqa_ranks.parquet")
+        >>> missing_column_note("rank", mine, theirs)  # doctest: +ELLIPSIS
+        "column 'rank' is missing from .../rqa_ranks.parquet: `fqa run rqa --out ...` writes it"
+    """
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    for name, command in sorted(TABLE_COMMANDS.items()):
+        own = folder / name
+        if not own.is_file() or column in pq.read_schema(own).names:
+            continue
+        other = reference / name if reference is not None else None
+        if other is not None and other.is_file() and column in pq.read_schema(other).names:
+            return f"column {column!r} is missing from {own}: `{command} --out {folder}` writes it"
+    return None
+
+
 def _one_line(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list[str]:
-    """IPython's handler of a :class:`DataError` in a chapter: its message alone, not a traceback."""
-    line = f"{etype.__name__}: {value}"
+    """IPython's handler of an error in a chapter: one line where one line says it.
+
+    A :class:`DataError` shows as its message alone, a ``KeyError`` of a column a results table lacks
+    as that table and the command that writes it, any other error as IPython shows it.
+    """
+    line = None
+    if issubclass(etype, DataError):
+        line = f"{etype.__name__}: {value}"
+    elif issubclass(etype, KeyError) and value.args and isinstance(value.args[0], str):
+        try:
+            note = missing_column_note(value.args[0], results_dir(), _project_results())
+        except (DataError, OSError, ValueError):
+            note = None
+        line = f"DataError: {note}" if note else None
+    if line is None:
+        stb: list[str] = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+        return stb
     print(line, file=sys.stderr)
     return [line]
+
+
+def _project_results() -> Path | None:
+    """The project's committed ``results/``, if any.
+
+    Found from the working directory upwards, else beside the package in a source checkout.
+    """
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents, Path(__file__).resolve().parents[2]):
+        if (folder / "_toc.yml").exists() and (folder / "results").is_dir():
+            return folder / "results"
+    return None
 
 
 def results_dir() -> Path:
@@ -434,14 +488,14 @@ def results_dir() -> Path:
     except NameError:
         shell = None
     if shell is not None:
-        shell.set_custom_exc((DataError,), _one_line)
+        shell.set_custom_exc((DataError, KeyError), _one_line)
     env = os.environ.get("FQA_RESULTS_DIR")
     if env:
         return Path(env)
+    project = _project_results()
+    if project is not None:
+        return project
     here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / "_toc.yml").exists() and (folder / "results").is_dir():
-            return folder / "results"
     raise DataError(
         DataProblem(here, "(results folder)", "no results/ folder above the working directory", FIX)
     )
