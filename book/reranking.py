@@ -26,6 +26,9 @@ SCORE = "p_excellent"  # the reranker's part of S: "p_excellent" (the paper's) o
 WEIGHT = None  # None: S = P_theta + score (the paper's sum); w in [0, 1]: S = (1 - w) P_theta + w score
 DEPTH = 5  # how many of the RQA's top 5 candidates the reranker rescores, 1..5
 RQA_SHOWN = None  # the RQA system the page's answer is about; None: the strongest one rescored (hybrid)
+RERANKERS_SHOWN = (
+    None  # the rerankers the page compares, e.g. ["vanilla", "combined"]; None: every one present
+)
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -89,8 +92,17 @@ from fqa_analysis.models.reranker.variants import VARIANTS, planned_runs
 pd.set_option("display.max_columns", 20)
 RESULTS = results_dir()
 SETTINGS_NOTE = scoring_note(SCORE, WEIGHT, DEPTH)  # None at the book's settings
+if RQA_SHOWN is not None or RERANKERS_SHOWN is not None:
+    SETTINGS_NOTE = (SETTINGS_NOTE or "") + (
+        f" *Shown: RQA_SHOWN = {RQA_SHOWN!r}, RERANKERS_SHOWN = {RERANKERS_SHOWN!r} (book: None, None).*"
+    )
 candidates = load_candidates(RESULTS)
 candidates = candidates[candidates["rqa_rank"] <= DEPTH]  # a question whose gold is deeper is wrong
+if RERANKERS_SHOWN is not None:
+    unknown = sorted(set(RERANKERS_SHOWN) - set(candidates["reranker"]))
+    if unknown:
+        raise ValueError(f"RERANKERS_SHOWN names {unknown}: allowed None or rerankers of the results folder")
+    candidates = candidates[candidates["reranker"].isin(["none", *RERANKERS_SHOWN])]
 stage = load_stage(RESULTS, "rerank")
 SYSTEMS = [s for s in ("bm25", "minilm", "minilm_ft", "hybrid") if s in set(candidates["rqa"])]
 present = set(candidates["reranker"]) - {"none"}
