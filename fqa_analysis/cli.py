@@ -791,12 +791,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         seconds = sum(p.seconds or 0.0 for p in todo)
         computed = sum(p.run != "(shared)" for p in todo)
         print(
-            f"fqa run · stage {number} of {len(calls)} · {entry}: {len(runs)} run(s), {computed} to compute "
-            f"(about {duration_text(seconds)} by the plan)",
+            f"fqa run · stage {number} of {len(calls)} · {entry}: {len(runs)} run(s), {computed} to compute"
+            + (f" (about {duration_text(seconds)} by the plan)" if seconds else ""),
             file=sys.stderr,
             flush=True,
         )
-        with announce(entry, seconds):
+        with announce(entry, seconds, [p.run for p in runs]):
             _report(call())
     return 0
 

@@ -2,7 +2,7 @@
 
 The times and peaks go to the manifest and the closing notes. While :func:`announce` is active
 (``fqa run`` sets it per stage), every :func:`stage` block prints one line as it ends, such as
-``rerank · feedback_kl · seed 1 · train: 287.1 s · step 7 · about 2.4 h left`` (the time left from
+``rerank · feedback_kl · seed 1 · train: 287.1 s · run 3 of 15 · about 2.4 h left`` (the time left from
 the plan's estimate), and :func:`labelled` prefixes a progress bar with the step it belongs to
 (``rerank · feedback_kl · seed 1 · train · epoch 1/2``).
 """
@@ -12,23 +12,40 @@ from __future__ import annotations
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["announce", "labelled", "peak_rss_mb", "stage", "step_words"]
+__all__ = ["announce", "labelled", "peak_rss_mb", "stage", "step_words", "unit_of"]
 
 
 class _Progress:
-    """The stage being computed: its name, the current step, steps done, the plan's estimate."""
+    """The stage being computed: its name, its runs, the current step, steps done, the plan's estimate."""
 
-    def __init__(self, stage: str, planned_s: float) -> None:
+    def __init__(self, stage: str, planned_s: float, runs: Sequence[str]) -> None:
         self.stage = stage
         self.planned_s = planned_s
+        self.runs = list(runs)
         self.start = time.perf_counter()
         self.step: str | None = None
         self.done = 0
+        self.seen: list[str] = []
+
+
+def unit_of(step: str, units: Sequence[str]) -> str | None:
+    """The run a step belongs to (the longest run name it starts with), or None.
+
+    Example:
+        >>> unit_of("feedback_kl/seed1/train", ["feedback_kl/seed1", "feedback_kl/seed10"])
+        'feedback_kl/seed1'
+        >>> unit_of("data", ["bm25"]) is None, unit_of("data", [""])
+        (True, '')
+    """
+    if "" in units:
+        return ""
+    owners = [u for u in units if step == u or step.startswith(u + "/")]
+    return max(owners, key=len) if owners else None
 
 
 _PROGRESS: list[_Progress] = []
@@ -46,9 +63,9 @@ def step_words(step: str) -> str:
 
 
 @contextmanager
-def announce(stage: str, planned_s: float = 0.0) -> Iterator[None]:
-    """Name the stage being computed, with the plan's estimate of its compute, for the progress lines."""
-    _PROGRESS.append(_Progress(stage, planned_s))
+def announce(stage: str, planned_s: float = 0.0, runs: Sequence[str] = ()) -> Iterator[None]:
+    """Name the stage being computed, its runs and the plan's estimate of its compute (progress lines)."""
+    _PROGRESS.append(_Progress(stage, planned_s, runs))
     try:
         yield
     finally:
@@ -130,5 +147,11 @@ def stage(record: dict[str, Any], name: str) -> Iterator[None]:
             now.done += 1
             now.step = None
             took = record[name]["wall_s"]
-            line = f"{now.stage} · {step_words(name)}: {took:.1f} s · step {now.done}{_left(now)}"
+            run = unit_of(name, now.runs) if now.runs else None
+            if run is not None and run not in now.seen:
+                now.seen.append(run)
+            where = (
+                f"run {now.seen.index(run) + 1} of {len(now.runs)}" if run is not None else f"step {now.done}"
+            )
+            line = f"{now.stage} · {step_words(name)}: {took:.1f} s · {where}{_left(now)}"
             print(line, file=sys.stderr, flush=True)

@@ -31,6 +31,7 @@ from typing import Any
 
 from fqa_analysis.cache import atomic_write_json, content_key, file_sha256
 from fqa_analysis.core.results import comparable_config, counted_seconds
+from fqa_analysis.profiling import unit_of
 
 __all__ = [
     "FINISHED_RUNS",
@@ -40,7 +41,6 @@ __all__ = [
     "plan_lines",
     "plan_stage",
     "remember_finished",
-    "unit_of",
 ]
 
 #: The cache's record of the runs every stage finished, by configuration and data.
@@ -65,21 +65,6 @@ class PlannedRun:
     run: str
     status: str
     seconds: float | None
-
-
-def unit_of(step: str, units: Sequence[str]) -> str | None:
-    """The run a recorded step belongs to (the longest run name it starts with), or None.
-
-    Example:
-        >>> unit_of("feedback_kl/seed1/train", ["feedback_kl/seed1", "feedback_kl/seed10"])
-        'feedback_kl/seed1'
-        >>> unit_of("data", ["bm25"]) is None, unit_of("data", [""])
-        (True, '')
-    """
-    if "" in units:
-        return ""
-    owners = [u for u in units if step == u or step.startswith(u + "/")]
-    return max(owners, key=len) if owners else None
 
 
 def data_fingerprint(data_dir: Path) -> str:
