@@ -104,6 +104,10 @@ def _parser() -> argparse.ArgumentParser:
         stages that do read it named (``_pointless``) rather than argparse's "unrecognized".
         """
         dest = kwargs.get("dest") or names[0].lstrip("-").replace("-", "_")
+        kind = kwargs.get("type")
+        if "metavar" not in kwargs and kind is not None and kwargs.get("action") is None:
+            # N, W, LIST, DIR ... in the help and the README's table instead of the option's name
+            kwargs = {**kwargs, "metavar": "DIR" if kind is Path else getattr(kind, "metavar", "VALUE")}
         for stage_p in stage_parsers:
             shown = dest in COMMON_OPTIONS or dest in STAGES[stage_p.prog.rsplit(" ", 1)[-1]]
             stage_p.add_argument(*names, **{**kwargs, **({} if shown else {"help": argparse.SUPPRESS})})
@@ -137,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
         type=_choices(SYSTEMS),
         help=f"comma-separated RQA systems (default: {','.join(SYSTEMS)})",
     )
-    add("--seed", type=_int_in(0), help=f"RQA fine-tuning seed (default: {RQARunConfig.seed})")
+    add("--seed", type=_int_in(0), help=f"RQA fine-tuning seed, 0 or more (default: {RQARunConfig.seed})")
     add(
         "--epochs",
         type=_int_in(1),
@@ -165,7 +169,7 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--seeds",
         type=_int_list,
-        help="comma-separated reranker training seeds (default: each variant's own, "
+        help="comma-separated reranker training seeds, integers 0 or more (default: each variant's own, "
         + "; ".join(f"{v} {_listed(var.seeds)}" for v, var in VARIANTS.items())
         + f"; explain_rate {_listed(ExplainRateRunConfig.seeds)}, its paper form "
         + f"{_listed(PAPER_FORM_SEEDS)})",
@@ -247,13 +251,13 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--explain-epochs",
         type=_int_in(1),
-        help=f"explanation generator epochs (default: {GeneratorConfig.epochs})",
+        help=f"explanation generator epochs, 1 or more (default: {GeneratorConfig.epochs})",
     )
     add(
         "--explain-candidates",
         type=_int_in(0, 16),
         help="explanations sampled besides the greedy one, of which a rating classifier and the similarity "
-        f"to the pair keep one; 0 = greedy decoding (default: {DecodeConfig.candidates})",
+        f"to the pair keep one, 0..16; 0 = greedy decoding (default: {DecodeConfig.candidates})",
     )
     add(
         "--explain-opening-weight",
@@ -279,7 +283,7 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--explain-rate-epochs",
         type=_int_in(1),
-        help=f"explain-then-rate reranker epochs (default: {ExplainRateConfig.epochs})",
+        help=f"explain-then-rate reranker epochs, 1 or more (default: {ExplainRateConfig.epochs})",
     )
     add(
         "--explain-rate-form",
@@ -313,7 +317,7 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--experiment-seeds",
         type=_int_list,
-        help="beyond stage: seeds of each learning-curve and transfer run (default: "
+        help="beyond stage: seeds of each learning-curve and transfer run, integers 0 or more (default: "
         f"{_listed(BeyondRunConfig.seeds)}; the fraction-1 point reuses every --seeds model)",
     )
     add(
@@ -416,6 +420,7 @@ def _float_in(low: float, high: float) -> Any:
             raise argparse.ArgumentTypeError(f"{text} is out of range (allowed: {allowed})")
         return value
 
+    parse.metavar = "X"  # type: ignore[attr-defined]  # shown in the help
     return parse
 
 
@@ -432,6 +437,7 @@ def _int_in(low: int, high: int | None = None) -> Any:
             raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {allowed})")
         return value
 
+    parse.metavar = "N"  # type: ignore[attr-defined]  # shown in the help
     return parse
 
 
@@ -454,6 +460,7 @@ def _choices(allowed: tuple[str, ...]) -> Any:
             raise argparse.ArgumentTypeError(f"unknown {', '.join(bad)} (allowed: {', '.join(allowed)})")
         return tuple(items)
 
+    parse.metavar = "LIST"  # type: ignore[attr-defined]  # shown in the help
     return parse
 
 
@@ -470,6 +477,9 @@ def _int_list(text: str) -> tuple[int, ...]:
     return values
 
 
+_int_list.metavar = "LIST"  # type: ignore[attr-defined]
+
+
 def _fractions(text: str) -> tuple[float, ...]:
     """Comma-separated shares in (0, 1], e.g. ``0.1,0.5,1``."""
     try:
@@ -479,6 +489,9 @@ def _fractions(text: str) -> tuple[float, ...]:
     if not all(0 < v <= 1 for v in values):
         raise argparse.ArgumentTypeError(f"{text!r} has a share outside (0, 1]")
     return values
+
+
+_fractions.metavar = "LIST"  # type: ignore[attr-defined]
 
 
 def _patterns(text: str) -> tuple[str, ...]:
@@ -491,6 +504,9 @@ def _patterns(text: str) -> tuple[str, ...]:
             "selection/*_scratch/*)"
         )
     return items
+
+
+_patterns.metavar = "LIST"  # type: ignore[attr-defined]
 
 
 def _pointless(args: argparse.Namespace) -> list[str]:
@@ -864,7 +880,10 @@ def options_markdown() -> str:
             if dest in COMMON_OPTIONS
             else ", ".join(s for s in STAGES if s != "all" and dest in STAGES[s])
         )
-        value = "" if action.nargs == 0 else " " + ("DIR" if action.type is Path else "VALUE")
+        shown = action.metavar or (
+            "{" + ",".join(map(str, action.choices)) + "}" if action.choices else "VALUE"
+        )
+        value = "" if action.nargs == 0 else f" {shown}"
         text = (
             " ".join((action.help or "").split())
             .replace("%(default)s", str(action.default))

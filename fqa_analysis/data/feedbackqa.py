@@ -152,7 +152,10 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
         )
     if not any(qa_path(path, d, s).is_file() for d in DOMAINS for s in qa_splits(d)):
         # one line for a folder with nothing of FeedbackQA in it, not a paragraph per missing file
-        fix = f"run `fqa data fetch --data-dir {path}` (or give the folder that holds the data)"
+        fix = (
+            f"run `fqa data fetch --data-dir {path}` (offline: add `--from MIRROR`), or give --data-dir the "
+            "folder that holds the data"
+        )
         raise DataError(DataProblem(path, "(data directory)", f"no FeedbackQA files in {path}", fix))
     return path
 

@@ -199,36 +199,51 @@ def duration_text(seconds: float) -> str:
 
 
 def plan_lines(plan: Sequence[PlannedRun]) -> list[str]:
-    """The printed plan: a line per run, a total per stage, and the summary line scripts read.
+    r"""The printed plan: a header, a line per run, a total per stage, and the summary line scripts read.
 
-    The last line is ``plan: N to compute, M cached, K in the results folder, about T``; T counts
-    the runs to compute (a cached run reads back in seconds).
+    A run in the results folder or the cache shows what it took when it was computed; a run to
+    compute, what it will take. ``(shared)`` is the steps a stage's runs share (its data, the lower
+    layers' states), counted once when anything is computed. The last line is
+    ``plan: N to compute, M cached, K in the results folder, about T``; T counts the runs to compute
+    (a cached run reads back in seconds).
 
     Example:
         >>> runs = [PlannedRun("rqa", "bm25", "results", 1.0), PlannedRun("rqa", "hybrid", "compute", 3600.0)]
-        >>> plan_lines(runs)[-1]
-        'plan: 1 to compute, 0 cached, 1 in the results folder, about 60 min'
+        >>> print("\n".join(plan_lines(runs)))
+        stage  run               status                 time
+        rqa    bm25              in the results folder  took ~1 min
+        rqa    hybrid            to compute             ~60 min
+        rqa    total to compute                         ~60 min
+        plan: 1 to compute, 0 cached, 1 in the results folder, about 60 min
     """
-    lines = []
+    rows: list[tuple[str, str, str, str]] = []
     unknown = 0
     for stage in dict.fromkeys(p.stage for p in plan):
         runs = [p for p in plan if p.stage == stage]
-        width = max(len(p.run or "(the whole stage)") for p in runs)
         for p in runs:
-            cost = "" if p.seconds is None else f"  ~{duration_text(p.seconds)}"
-            if p.status == "compute" and p.seconds is None:
-                cost = "  (no recorded time)"
-            lines.append(f"{stage:18s} {(p.run or '(the whole stage)'):{width}s}  {_LABELS[p.status]}{cost}")
+            if p.seconds is None:
+                cost = "no recorded time" if p.status == "compute" else ""
+            else:
+                cost = f"{'' if p.status == 'compute' else 'took '}~{duration_text(p.seconds)}"
+            rows.append((stage, p.run or "(the whole stage)", _LABELS[p.status], cost))
         todo = sum(p.seconds or 0.0 for p in runs if p.status == "compute")
         unknown += sum(p.seconds is None for p in runs if p.status == "compute")
-        lines.append(f"{stage:18s} {'total to compute':{width}s}  ~{duration_text(todo)}" if todo else "")
+        if todo:
+            rows.append((stage, "total to compute", "", f"~{duration_text(todo)}"))
+    widths = [max(len(r[i]) for r in [("stage", "run", "status", "time"), *rows]) for i in range(3)]
+
+    def line(row: tuple[str, str, str, str]) -> str:
+        return (
+            "  ".join(f"{cell:{width}s}" for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
+        )
+
     counts = {s: sum(p.status == s for p in plan if p.run != "(shared)") for s in STATUSES}
     total = sum(p.seconds or 0.0 for p in plan if p.status == "compute")
-    about = "nothing" if not total and not counts["compute"] else duration_text(total)
+    about = duration_text(total) if total else "0 min"
     if unknown:
         about += f" and {unknown} run(s) with no recorded time"
-    lines.append(
+    summary = (
         f"plan: {counts['compute']} to compute, {counts['cached']} cached, "
         f"{counts['results']} in the results folder, about {about}"
     )
-    return [line for line in lines if line]
+    return [line(("stage", "run", "status", "time")).rstrip(), *(line(r).rstrip() for r in rows), summary]
