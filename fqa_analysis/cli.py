@@ -794,7 +794,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cache_root = args.cache_dir or default_cache_root()
     plan = _plan(configs, args.out, cache_root, data_dir, bool(args.replace))
     if args.plan:
-        for line in plan_lines(plan):
+        lines = plan_lines(plan)
+        if args.stage in ("relevance", "beyond", "explain_rate"):
+            # the book counts each model once: the relevance model in the rerank stage
+            lines.insert(
+                -1,
+                "note: the relevance model is counted in the rerank stage; on a cache without it, this "
+                "stage trains it first (about 72 min)",
+            )
+        for line in lines:
             print(line)
         return 0
     from transformers.utils import logging as hf_logging

@@ -508,7 +508,9 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
     a manifest predates it), except: a ``<run>/train`` step whose run has a training history counts
     that model's own epochs (``wall_s``: training and its selection pass), so a step that also
     trained another model (the relevance model, when the cache lacked it) does not count that one
-    again; a ``relevance_model`` step counts nothing where the stage records the relevance
+    again; the relevance stage's recipe that is the rerank stage's relevance model (the same model,
+    trained once for both) counts nothing there, the rerank stage counts it as ``vanilla``; a
+    ``relevance_model`` step counts nothing where the stage records the relevance
     model's own run (``vanilla/seed0``), which counts it, or in an explain_rate or beyond stage,
     which load the rerank stage's model; and a beyond ``<run>/model`` step (a rerank-stage model,
     retrained only where the cache lacks it) counts nothing: the rerank stage counts it; an
@@ -524,6 +526,12 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
         {'a/train': 180.0, 'relevance_model': 0.0, 'vanilla/seed0/train': 600.0, 'a/score': 30.0}
         >>> counted_seconds({"stage": "explain_rate", "timings": {"relevance_model": {"wall_s": 900.0}}})
         {'relevance_model': 0.0}
+        >>> rerank = {"relevance_loss": "listwise", "pseudo_negatives": 3, "relevance_domains": ["A"],
+        ...     "negative_source": "minilm", "variant_epochs": {"vanilla": 1}}
+        >>> recipe = {"loss": "listwise", "negatives": 3, "domains": ["A"], "source": "minilm", "epochs": 1}
+        >>> counted_seconds({"stage": "relevance", "config": {"rerank": rerank}, "recipes": {"r": recipe},
+        ...     "timings": {"r/train": {"wall_s": 3500.0}, "r/score": {"wall_s": 10.0}}})
+        {'r/train': 0.0, 'r/score': 10.0}
         >>> counted_seconds({"stage": "beyond", "timings": {"deep/combined/seed0/model": {"wall_s": 300.0},
         ...                                                  "deep/combined/seed0/score": {"wall_s": 60.0}}})
         {'deep/combined/seed0/model': 0.0, 'deep/combined/seed0/score': 60.0}
@@ -532,6 +540,13 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
         {'levers/unlikelihood0_top_p0.9/train': 795.7}
     """
     histories = stage.get("histories", {})
+    # the relevance stage's recipe that is the rerank stage's relevance model: one model (one cache
+    # key), which the rerank stage counts as its `vanilla`
+    shared_recipe = (
+        stage_recipe(relevance_recipes(stage), stage.get("config", {}).get("rerank", {}))
+        if stage.get("stage") == "relevance"
+        else None
+    )
     lever_train_s = {
         f"levers/{lever_step_name(row['weight'], row.get('top_p'))}/train": row.get("train_s")
         for row in stage.get("levers") or []
@@ -541,7 +556,9 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
         seconds = float(record.get("compute_s", record["wall_s"]))
         run = step.removesuffix("/train")
         epochs = histories.get(run, {}).get("epochs") if step.endswith("/train") else None
-        if epochs and all("wall_s" in e for e in epochs):
+        if shared_recipe is not None and step == f"{shared_recipe}/train":
+            seconds = 0.0
+        elif epochs and all("wall_s" in e for e in epochs):
             seconds = round(sum(float(e["wall_s"]) for e in epochs), 2)
         elif lever_train_s.get(step) is not None:
             # an explain_rate lever's model (seed 0 with one setting) counts its own training

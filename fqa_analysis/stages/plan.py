@@ -190,11 +190,13 @@ def duration_text(seconds: float) -> str:
     """Minutes under 90 minutes, hours above.
 
     Example:
-        >>> duration_text(45), duration_text(600), duration_text(47_000)
-        ('1 min', '10 min', '13.1 h')
+        >>> duration_text(12), duration_text(45), duration_text(600), duration_text(47_000)
+        ('under 1 min', '1 min', '10 min', '13.1 h')
     """
+    if seconds < 30:
+        return "under 1 min"
     if seconds < 90 * 60:
-        return f"{max(1, round(seconds / 60))} min"
+        return f"{round(seconds / 60)} min"
     return f"{seconds / 3600:.1f} h"
 
 
@@ -211,7 +213,7 @@ def plan_lines(plan: Sequence[PlannedRun]) -> list[str]:
         >>> runs = [PlannedRun("rqa", "bm25", "results", 1.0), PlannedRun("rqa", "hybrid", "compute", 3600.0)]
         >>> print("\n".join(plan_lines(runs)))
         stage  run               status                 time
-        rqa    bm25              in the results folder  took ~1 min
+        rqa    bm25              in the results folder  took under 1 min
         rqa    hybrid            to compute             ~60 min
         rqa    total to compute                         ~60 min
         plan: 1 to compute, 0 cached, 1 in the results folder, about 60 min
@@ -224,7 +226,12 @@ def plan_lines(plan: Sequence[PlannedRun]) -> list[str]:
             if p.seconds is None:
                 cost = "no recorded time" if p.status == "compute" else ""
             else:
-                cost = f"{'' if p.status == 'compute' else 'took '}~{duration_text(p.seconds)}"
+                about = duration_text(p.seconds)
+                cost = (
+                    ("" if p.status == "compute" else "took ")
+                    + ("" if about.startswith("under") else "~")
+                    + about
+                )
             rows.append((stage, p.run or "(the whole stage)", _LABELS[p.status], cost))
         todo = sum(p.seconds or 0.0 for p in runs if p.status == "compute")
         unknown += sum(p.seconds is None for p in runs if p.status == "compute")
