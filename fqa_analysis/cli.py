@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NoReturn
 
 from fqa_analysis import data
@@ -52,7 +53,7 @@ def _listed(values: Sequence[object]) -> str:
     return ",".join(str(v) for v in values)
 
 
-__all__ = ["main", "options_markdown", "parse_args", "stage_configs"]
+__all__ = ["main", "options_markdown", "parse_args", "stage_configs", "stage_modules"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -720,6 +721,20 @@ def stage_configs(args: argparse.Namespace, device: str = "cpu") -> dict[str, An
     return {name: config for name, config in configs.items() if args.stage in ("all", name)}
 
 
+def stage_modules() -> dict[str, ModuleType]:
+    """Each stage's module by stage name, in the order ``fqa run`` runs them (imported when asked)."""
+    from fqa_analysis.stages import beyond, explain, explain_rate, relevance, rerank, rqa
+
+    return {
+        "rqa": rqa,
+        "relevance": relevance,
+        "rerank": rerank,
+        "explain": explain,
+        "beyond": beyond,
+        "explain_rate": explain_rate,
+    }
+
+
 #: The stages whose runs accumulate in a results folder, and which refuse another configuration.
 ACCUMULATING = ("rqa", "relevance", "rerank", "beyond")
 
@@ -733,17 +748,10 @@ def _plan(
         ConfigurationMismatchError: ``out`` holds an accumulating stage under another configuration
             and ``replace_runs`` is False (before any work, as the stage itself would refuse it).
     """
-    from fqa_analysis.stages import beyond, explain, explain_rate, relevance, rerank, rqa
     from fqa_analysis.stages.manifest import accumulated_entry, manifest_entry
 
-    modules = {
-        "rqa": rqa,
-        "relevance": relevance,
-        "rerank": rerank,
-        "explain": explain,
-        "beyond": beyond,
-        "explain_rate": explain_rate,
-    }
+    modules = stage_modules()
+    explain_rate = modules["explain_rate"]
     try:  # the committed results' timings estimate what --out has not recorded
         committed = results_dir()
     except DataError:

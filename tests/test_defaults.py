@@ -11,19 +11,11 @@ from types import ModuleType
 
 import pytest
 
-from fqa_analysis.cli import parse_args, stage_configs
+from fqa_analysis.cli import parse_args, stage_configs, stage_modules
 from fqa_analysis.core.results import comparable_config, load_manifest
-from fqa_analysis.stages import beyond, explain, explain_rate, relevance, rerank, rqa
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
-MODULES: dict[str, ModuleType] = {
-    "rqa": rqa,
-    "relevance": relevance,
-    "rerank": rerank,
-    "explain": explain,
-    "beyond": beyond,
-    "explain_rate": explain_rate,
-}
+MODULES: dict[str, ModuleType] = stage_modules()
 #: The command of each manifest entry, as the book's rerun recipe gives it.
 COMMANDS: dict[str, list[str]] = {
     **{name: ["run", name] for name in MODULES},
