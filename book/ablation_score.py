@@ -17,6 +17,8 @@
 # # Ablation: P(Excellent) or the expected rating
 #
 # The paper adds the reranker's probability of the top rating to the RQA's probability, S = P_theta + P_phi(Excellent). That throws away the rest of the rating distribution: a passage the reranker thinks is surely Acceptable scores the same as one it thinks is surely Bad. The alternative keeps it: S = P_theta + E[y]/3, the expected rating on the 0..3 scale (Bad 0, Could be Improved 1, Acceptable 2, Excellent 3) divided by 3 so that both scores lie in [0, 1]. Both rules are applied to the **same** trained rerankers (every variant, every seed, every RQA system); only the scoring changes, so the comparison is paired question by question.
+#
+# The first code cell holds the page's settings at the book's values; {doc}`rerun` shows how to re-execute the page with others (an ablation in seconds, no model trained).
 
 # %% tags=["parameters", "hide-input"]
 # The page's settings, at the book's values. Change one and re-execute the notebook to get that
