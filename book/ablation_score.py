@@ -18,9 +18,9 @@
 #
 # The paper adds the reranker's probability of the top rating to the RQA's probability, S = P_theta + P_phi(Excellent). That throws away the rest of the rating distribution: a passage the reranker thinks is surely Acceptable scores the same as one it thinks is surely Bad. The alternative keeps it: S = P_theta + E[y]/3, the expected rating on the 0..3 scale (Bad 0, Could be Improved 1, Acceptable 2, Excellent 3) divided by 3 so that both scores lie in [0, 1]. Both rules are applied to the **same** trained rerankers (every variant, every seed, every RQA system); only the scoring changes, so the comparison is paired question by question.
 #
-# The first code cell holds the page's settings at the book's values; {doc}`rerun` shows how to re-execute the page with others (an ablation in seconds, no model trained).
+# "Show the page's settings" below holds the settings this page was computed with, at the book's values; {doc}`rerun` shows how to re-execute the page with others (an ablation in seconds, no model trained).
 
-# %% tags=["parameters", "hide-input"]
+# %% tags=["parameters", "hide-input"] mystnb={"code_prompt_show": "Show the page's settings", "code_prompt_hide": "Hide the page's settings"}
 # The page's settings, at the book's values. Change one and re-execute the notebook to get that
 # ablation from the stored predictions, no model trained (the "Rerun an ablation" page), e.g.
 #   python tools/execute_notebooks.py book/ablation_score.ipynb -p WEIGHT 0.25
@@ -93,7 +93,7 @@ lines = [
     "On the hybrid RQA, E[y]/3 - P(Excellent) (same Holm family): "
     + "; ".join(f"`{r}` {change_text(row)}" for r, row in hyb.iterrows())
     + ".",
-    "AUC of the two scores on the hybrid's top 5 (P(Excellent) / E[y]/3): "
+    f"AUC of the two scores on the hybrid's top {DEPTH} (P(Excellent) / E[y]/3): "
     + "; ".join(
         f"{r} {row['auc_p_excellent']:.3f} / {row['auc_expected_rating']:.3f}" for r, row in sep.iterrows()
     )

@@ -18,9 +18,9 @@
 #
 # Does a reranker trained on user feedback make the QA system more accurate? The RQA system's top-5 candidates are rescored with the paper's S = P_theta + P_phi(Excellent), where P_phi is a reranker's rating distribution, and the highest S answers the question. One trained reranker rescores every RQA system (the paper's decoupling: the reranker is trained apart from any RQA and never sees its scores). Overall = the four feedback domains' test questions (Quebec has no feedback and is outside the overall, as in the paper).
 #
-# The first code cell holds the page's settings at the book's values; {doc}`rerun` shows how to re-execute the page with others (an ablation in seconds, no model trained).
+# "Show the page's settings" below holds the settings this page was computed with, at the book's values; {doc}`rerun` shows how to re-execute the page with others (an ablation in seconds, no model trained).
 
-# %% tags=["parameters", "hide-input"]
+# %% tags=["parameters", "hide-input"] mystnb={"code_prompt_show": "Show the page's settings", "code_prompt_hide": "Hide the page's settings"}
 # The page's settings, at the book's values. Change one and re-execute the notebook to get that
 # ablation from the stored predictions, no model trained (the "Rerun an ablation" page), e.g.
 #   python tools/execute_notebooks.py book/reranking.ipynb -p WEIGHT 0.25

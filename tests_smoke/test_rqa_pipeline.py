@@ -442,7 +442,7 @@ def test_a_page_setting_reruns_an_ablation_from_the_stored_predictions(
     )
     assert done.returncode == 0, done.stderr[-2000:]
     text = json.dumps(nbformat.read(copy, as_version=4)["cells"])
-    assert "DEPTH = 3 (book: 5); every table, test and sentence on it uses them" in text
+    assert "DEPTH = 3 (book: 5); every computed table, test and finding on it uses them" in text
     refused = subprocess.run(
         [*tool, "-p", "WEIGHT", "2", "--output", str(copy)], env=env, capture_output=True, text=True
     )

@@ -104,8 +104,8 @@ def scoring_note(score: str, weight: float | None, depth: int, k: int = 5) -> st
         True
         >>> scoring_note("expected_rating", 0.25, 3)  # doctest: +NORMALIZE_WHITESPACE
         "*This page was executed with settings other than the book's: SCORE = 'expected_rating' (book:
-        'p_excellent'), WEIGHT = 0.25 (book: None), DEPTH = 3 (book: 5); every table, test and sentence
-        on it uses them.*"
+        'p_excellent'), WEIGHT = 0.25 (book: None), DEPTH = 3 (book: 5); every computed table, test and
+        finding on it uses them (its fixed text describes the book's).*"
         >>> scoring_note("p_excellent", 2.0, 5)
         Traceback (most recent call last):
         ...
@@ -128,8 +128,8 @@ def scoring_note(score: str, weight: float | None, depth: int, k: int = 5) -> st
     if not changed:
         return None
     return (
-        f"*This page was executed with settings other than the book's: {', '.join(changed)}; every table, "
-        "test and sentence on it uses them.*"
+        f"*This page was executed with settings other than the book's: {', '.join(changed)}; every computed "
+        "table, test and finding on it uses them (its fixed text describes the book's).*"
     )
 
 
