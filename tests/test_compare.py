@@ -206,3 +206,28 @@ def test_a_holm_p_carried_from_a_p_at_the_floor_is_a_bound_too() -> None:
     assert holm_bound([floor, floor, 2 * floor, 0.5], floor).tolist() == [True, True, False, False]
     # a value capped at 1 is 1: no bound is written
     assert not holm_bound([floor, 1.0], floor)[1]
+
+
+def test_a_comparison_saved_as_json_reads_back_equal_and_words_its_verdicts() -> None:
+    import json
+
+    from fqa_analysis.core.compare import Comparison, compare
+
+    # b is right on all 40 questions where a is right on 20: better; c is a, question for question
+    a = [1, 0] * 20
+    out = pd.DataFrame(
+        {
+            "sys": ["a"] * 40 + ["b"] * 40 + ["c"] * 40,
+            "domain": "D",
+            "split": "test",
+            "question_id": list(range(40)) * 3,
+            "correct": a + [1] * 40 + a,
+        }
+    )
+    cmp = compare(out, system="sys", baseline="a", n_resamples=200)
+    back = Comparison.from_dict(json.loads(json.dumps(cmp.to_dict())))
+    assert back == cmp
+    assert back.signature() == cmp.signature()
+    verdicts = cmp.verdicts().to_dict()
+    assert verdicts["b"] == "better"  # delta +0.5, Holm p at the bootstrap's floor
+    assert verdicts["c"].startswith("not told apart (MDE ")  # delta 0

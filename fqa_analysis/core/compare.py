@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -43,6 +43,7 @@ __all__ = [
     "estimate",
     "seed_mean",
     "significance_counts",
+    "verdict",
     "wide_outcomes",
 ]
 
@@ -147,6 +148,64 @@ class Comparison:
             "results": _short_commits(self.commit),
         }
         return "|".join(f"{k}:{v}" for k, v in fields.items())
+
+    def verdicts(self, alpha: float = 0.05) -> pd.Series:
+        """Each row's verdict: ``better``, ``worse`` or ``not told apart`` (:func:`verdict`)."""
+        return self.table.apply(lambda row: verdict(row, alpha), axis=1).rename("verdict")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The comparison as plain JSON-ready data (the table as records with its index).
+
+        Example:
+            >>> t = pd.DataFrame([{c: 1.0 for c in COLUMNS}], index=pd.Index(["b"], name="s"))
+            >>> c = Comparison(table=t, system="s", value="correct", family="b vs a", family_size=1,
+            ...     n_resamples=10, seed=0, confidence=0.95, average="micro", strata=(), seeds="none")
+            >>> Comparison.from_dict(c.to_dict()) == c
+            True
+        """
+        fields = {k: v for k, v in self.__dict__.items() if k != "table"}
+        index = list(self.table.index.names)
+        # numpy scalars as Python ones, so that json.dumps takes the record as it is
+        records = [
+            {k: v.item() if hasattr(v, "item") else v for k, v in row.items()}
+            for row in self.table.reset_index().to_dict("records")
+        ]
+        return {**fields, "strata": list(self.strata), "index": index, "table": records}
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> Comparison:
+        """The comparison :meth:`to_dict` wrote (a saved comparison read back)."""
+        fields = {k: v for k, v in record.items() if k not in ("table", "index")}
+        table = pd.DataFrame.from_records(record["table"]).set_index(record["index"])
+        return cls(table=table, **{**fields, "strata": tuple(fields["strata"])})
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Comparison):
+            return NotImplemented
+        same_fields = all(getattr(self, k) == getattr(other, k) for k in self.__dict__ if k != "table")
+        return same_fields and self.table.equals(other.table)
+
+    __hash__ = None  # type: ignore[assignment]  # a table is not hashable
+
+
+def verdict(row: Any, alpha: float = 0.05) -> str:
+    """A comparison row in words: ``better``, ``worse`` or ``not told apart (MDE x)``.
+
+    Better or worse where the Holm-adjusted p is below ``alpha`` (the sign of ``delta`` says which);
+    otherwise not told apart, with the smallest difference the test could have found (the MDE).
+
+    Example:
+        >>> verdict({"delta": 0.02, "p_holm": 0.001, "mde": 0.01})
+        'better'
+        >>> verdict({"delta": -0.02, "p_holm": 0.01, "mde": 0.01})
+        'worse'
+        >>> verdict({"delta": 0.006, "p_holm": 0.4, "mde": 0.0159})
+        'not told apart (MDE 0.0159)'
+    """
+    delta, p_holm, mde = float(row["delta"]), float(row["p_holm"]), row.get("mde")
+    if p_holm < alpha and delta != 0:
+        return "better" if delta > 0 else "worse"
+    return "not told apart" + (f" (MDE {float(mde):.3g})" if mde is not None and pd.notna(mde) else "")
 
 
 def _short_commits(commit: str | None) -> str:
