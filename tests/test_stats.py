@@ -14,6 +14,36 @@ def test_holm_by_hand() -> None:
     assert holm([0.5, 0.9]).tolist() == [1.0, 1.0]
 
 
+def _holm_by_rejection(p: list[float]) -> list[float]:
+    """Holm's adjusted p from its definition, an oracle independent of the step-down formula.
+
+    Holm at level a rejects the smallest p while it is below a / m, then the next while below
+    a / (m - 1), and so on; a hypothesis's adjusted p is the smallest a at which it is rejected.
+    The candidates for that a are the values (m - k) * p_(k) and 1.
+    """
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    levels = sorted({min(1.0, (m - k) * p[i]) for k, i in enumerate(order)} | {1.0})
+
+    def rejected(a: float) -> set[int]:
+        out: set[int] = set()
+        for k, i in enumerate(order):
+            if p[i] * (m - k) > a:  # p_(k) > a / (m - k): stop, keep the rest
+                break
+            out.add(i)
+        return out
+
+    return [min([a for a in levels if i in rejected(a)], default=1.0) for i in range(m)]
+
+
+def test_holm_equals_its_definition_on_random_families() -> None:
+    rng = np.random.default_rng(0)
+    for m in (1, 2, 3, 5, 8, 13):
+        for _ in range(50):
+            p = rng.uniform(0, 0.2, m).round(3).tolist()  # rounded: ties among the p-values
+            assert holm(p).tolist() == pytest.approx(_holm_by_rejection(p), abs=1e-12), p
+
+
 def test_point_estimates_and_win_tie_loss_by_hand() -> None:
     values = pd.DataFrame({"base": [1, 0, 1, 0, 1], "sys": [1, 1, 0, 1, 1]})
     frame = paired_bootstrap(values, "base", n_resamples=500, seed=1).to_frame()
@@ -120,3 +150,18 @@ def test_unpaired_difference_resamples_each_sample_apart_and_refuses_an_empty_on
     assert first[1] < 0.5 < first[2] and (4 * first[1]) % 1 == 0 and (4 * first[2]) % 1 == 0
     with pytest.raises(ValueError, match="non-empty"):
         unpaired_difference([], [1.0])
+
+
+def test_paired_bootstrap_p_is_the_shift_method_count_over_its_resamples() -> None:
+    """The p-value recounted by hand from the same resample matrix: (1 + #{|d* - d| >= |d|}) / (B + 1)."""
+    system = np.array([1, 1, 0, 1, 1, 0, 1, 1, 0, 1], dtype=float)
+    base = np.array([0, 1, 0, 0, 1, 1, 0, 1, 0, 0], dtype=float)
+    result = paired_bootstrap(pd.DataFrame({"base": base, "sys": system}), "base", n_resamples=300, seed=7)
+    idx, _ = resample_indices(len(system), 300, np.random.default_rng(7))
+    observed = float((system - base).mean())  # 0.3
+    resampled = (system - base)[idx].mean(axis=1)
+    extreme = int((np.abs(resampled - observed) >= abs(observed) - 1e-12).sum())
+    assert observed == pytest.approx(0.3)
+    assert result.delta["sys"] == pytest.approx(observed)
+    assert result.p_value["sys"] == pytest.approx((1 + extreme) / 301)
+    assert 0 < extreme < 300  # an intermediate p, not the floor nor 1
