@@ -52,7 +52,6 @@ from fqa_analysis.core.reranking import (
     seed_table,
 )
 from fqa_analysis.core.results import (
-    counted_seconds,
     dirty_commits,
     has_audit,
     load_audit,
@@ -60,6 +59,7 @@ from fqa_analysis.core.results import (
     load_manifest,
     load_stage,
     load_table,
+    relevance_model_seconds,
     results_dir,
     runs_by_kind,
     total_cost,
@@ -457,11 +457,7 @@ else:
 SHOWN_STAGES = {n: e for n, e in MANIFEST_STAGES.items() if not dirty_commits(e)}
 costs, total = total_cost({"stages": SHOWN_STAGES})
 # the relevance model is one model, counted once: in the rerank stage, as its `vanilla`
-RELEVANCE_MIN = (
-    sum(v for k, v in counted_seconds(SHOWN_STAGES["rerank"]).items() if k.startswith("vanilla/seed0/")) / 60
-    if "rerank" in SHOWN_STAGES
-    else 0.0
-)
+RELEVANCE_MIN = relevance_model_seconds(SHOWN_STAGES.get("rerank", {})) / 60
 STAGE_NAMES = {
     "rqa": "retrieval systems",
     "relevance": "relevance-model recipes",

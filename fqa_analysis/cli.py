@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 from fqa_analysis import data
 from fqa_analysis.cache import ENV_CACHE_DIR, default_cache_root
-from fqa_analysis.core.results import results_dir
+from fqa_analysis.core.results import relevance_model_seconds, results_dir
 from fqa_analysis.data.check import check_data
 from fqa_analysis.data.fetch import fetch
 from fqa_analysis.errors import DataError
@@ -37,11 +37,11 @@ from fqa_analysis.models.reranker.variants import (
     RerankRunConfig,
 )
 from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
-from fqa_analysis.profiling import announce
+from fqa_analysis.profiling import announce, duration_text
 from fqa_analysis.stages.beyond import RUN_KINDS, BeyondRunConfig, RunSelectionError
 from fqa_analysis.stages.explain_rate import ExplainRateRunConfig
 from fqa_analysis.stages.manifest import ConfigurationMismatchError
-from fqa_analysis.stages.plan import PlannedRun, data_fingerprint, duration_text, plan_lines, plan_stage
+from fqa_analysis.stages.plan import PlannedRun, data_fingerprint, plan_lines, plan_stage
 from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig
 from fqa_analysis.stages.rqa import K, RQARunConfig
 
@@ -735,6 +735,17 @@ def stage_modules() -> dict[str, ModuleType]:
     }
 
 
+def _committed_entry(out: Path, entry: str) -> dict[str, Any]:
+    """A stage's entry in the committed results' manifest (else ``out``'s): the recorded timings."""
+    from fqa_analysis.stages.manifest import manifest_entry
+
+    try:
+        committed = results_dir()
+    except DataError:
+        committed = out
+    return manifest_entry(committed, entry)
+
+
 #: The stages whose runs accumulate in a results folder, and which refuse another configuration.
 ACCUMULATING = ("rqa", "relevance", "rerank", "beyond")
 
@@ -752,10 +763,6 @@ def _plan(
 
     modules = stage_modules()
     explain_rate = modules["explain_rate"]
-    try:  # the committed results' timings estimate what --out has not recorded
-        committed = results_dir()
-    except DataError:
-        committed = out
     data_key = data_fingerprint(data_dir)
     plan: list[PlannedRun] = []
     for stage_name, stage_configs_ in configs.items():
@@ -773,7 +780,7 @@ def _plan(
                 record,
                 module.RUN_FIELDS,
                 manifest_entry(out, entry),
-                manifest_entry(committed, entry),
+                _committed_entry(out, entry),
                 cache_root,
                 data_key,
             )
@@ -792,23 +799,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if pointless:
         return 2
     configs = stage_configs(args, device)
-    folders = [(args.out, "--out"), (args.cache_dir or default_cache_root(), "--cache-dir")]
+    cache_root = args.cache_dir or default_cache_root()
+    folders = [(args.out, "--out"), (cache_root, "--cache-dir")]
     problems = [p for p in (_folder_problem(path, option) for path, option in folders) if p]
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if problems:
         return 2
     data_dir = data.resolve_data_dir(args.data_dir)
-    cache_root = args.cache_dir or default_cache_root()
     plan = _plan(configs, args.out, cache_root, data_dir, bool(args.replace))
     if args.plan:
         lines = plan_lines(plan)
         if args.stage in ("relevance", "beyond", "explain_rate"):
             # the book counts each model once: the relevance model in the rerank stage
+            recorded = relevance_model_seconds(_committed_entry(args.out, "rerank"))
             lines.insert(
                 -1,
                 "note: the relevance model is counted in the rerank stage; on a cache without it, this "
-                "stage trains it first (about 72 min)",
+                "stage trains it first" + (f" (about {duration_text(recorded)})" if recorded else ""),
             )
         for line in lines:
             print(line)
@@ -837,8 +845,9 @@ def _stage_calls(
     configs: dict[str, Any], data_dir: Path, args: argparse.Namespace
 ) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
     """Each stage run of ``configs`` as (manifest entry, the call that computes it), in order."""
-    from fqa_analysis.stages import beyond, explain, explain_rate, relevance, rerank, rqa
-
+    modules = stage_modules()
+    rqa, relevance, rerank = modules["rqa"], modules["relevance"], modules["rerank"]
+    explain, beyond, explain_rate = modules["explain"], modules["beyond"], modules["explain_rate"]
     out, cache, replace_runs = args.out, args.cache_dir, bool(args.replace)
     calls: list[tuple[str, Callable[[], dict[str, Any]]]] = []
     if "rqa" in configs:

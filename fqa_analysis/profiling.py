@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["announce", "labelled", "peak_rss_mb", "stage", "step_words", "unit_of"]
+__all__ = ["announce", "duration_text", "labelled", "peak_rss_mb", "stage", "step_words", "unit_of"]
 
 
 class _Progress:
@@ -89,13 +89,27 @@ def labelled(desc: str) -> str:
     return " · ".join([*where, desc])
 
 
+def duration_text(seconds: float) -> str:
+    """Minutes under 90 minutes, hours above.
+
+    Example:
+        >>> duration_text(12), duration_text(45), duration_text(600), duration_text(47_000)
+        ('under 1 min', '1 min', '10 min', '13.1 h')
+    """
+    if seconds < 30:
+        return "under 1 min"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _left(now: _Progress) -> str:
     if not now.planned_s:
         return ""
     left = now.planned_s - (time.perf_counter() - now.start)
     if left < 60:  # past the plan's estimate (or nearly done): no guess
         return ""
-    return f" · about {left / 60:.0f} min left" if left < 5400 else f" · about {left / 3600:.1f} h left"
+    return f" · about {duration_text(left)} left"
 
 
 def _reset_peak() -> bool:

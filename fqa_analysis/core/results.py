@@ -44,6 +44,7 @@ __all__ = [
     "load_table",
     "missing_column_note",
     "missing_runs_note",
+    "relevance_model_seconds",
     "relevance_recipes",
     "rerankers_current",
     "results_dir",
@@ -572,6 +573,22 @@ def counted_seconds(stage: dict[str, Any]) -> dict[str, float]:
             seconds = 0.0
         out[step] = seconds
     return out
+
+
+def relevance_model_seconds(rerank_stage: dict[str, Any]) -> float:
+    """The relevance model's compute (its training and scoring), as the rerank stage counts it.
+
+    One model, counted once: the rerank stage's ``vanilla`` (seed 0), which the relevance, beyond and
+    explain_rate stages load rather than count (:func:`counted_seconds`). 0 where the entry lacks it.
+
+    Example:
+        >>> relevance_model_seconds({"timings": {"vanilla/seed0/train": {"wall_s": 60.0},
+        ...     "vanilla/seed0/score": {"wall_s": 6.0}, "combined/seed0/train": {"wall_s": 9.0}}})
+        66.0
+    """
+    if not rerank_stage.get("timings"):
+        return 0.0
+    return sum(v for k, v in counted_seconds(rerank_stage).items() if k.startswith("vanilla/seed0/"))
 
 
 def lever_step_name(weight: float, top_p: float | None) -> str:

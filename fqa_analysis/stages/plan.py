@@ -31,13 +31,12 @@ from typing import Any
 
 from fqa_analysis.cache import atomic_write_json, content_key, file_sha256
 from fqa_analysis.core.results import comparable_config, counted_seconds
-from fqa_analysis.profiling import unit_of
+from fqa_analysis.profiling import duration_text, unit_of
 
 __all__ = [
     "FINISHED_RUNS",
     "PlannedRun",
     "data_fingerprint",
-    "duration_text",
     "plan_lines",
     "plan_stage",
     "remember_finished",
@@ -88,21 +87,17 @@ def remember_finished(
     runs: Sequence[str],
 ) -> None:
     """Add ``runs`` to the cache's record of finished runs (called by a stage as it ends)."""
-    path = cache_root / FINISHED_RUNS
-    known: dict[str, list[str]] = json.loads(path.read_text()) if path.exists() else {}
+    known = _finished_runs(cache_root)
     key = _finished_key(stage, record, run_fields, data_key)
     known[key] = sorted(set(known.get(key, [])) | set(runs))
-    atomic_write_json(path, known)
+    atomic_write_json(cache_root / FINISHED_RUNS, known)
 
 
-def _finished(
-    cache_root: Path, stage: str, record: dict[str, Any], run_fields: tuple[str, ...], data_key: str
-) -> set[str]:
+def _finished_runs(cache_root: Path) -> dict[str, list[str]]:
+    """The cache's ``finished_runs.json``: runs by stage, configuration and data key (empty if none)."""
     path = cache_root / FINISHED_RUNS
-    if not path.exists():
-        return set()
-    known: dict[str, list[str]] = json.loads(path.read_text())
-    return set(known.get(_finished_key(stage, record, run_fields, data_key), []))
+    known: dict[str, list[str]] = json.loads(path.read_text()) if path.exists() else {}
+    return known
 
 
 def _seconds_by_run(entry: dict[str, Any], units: Sequence[str]) -> tuple[dict[str, float], float]:
@@ -113,10 +108,10 @@ def _seconds_by_run(entry: dict[str, Any], units: Sequence[str]) -> tuple[dict[s
     # ``variant/seedN`` of ``variant/seedN/train``); other steps (``data``, ``deep/rqa``) are shared
     depths = {u.count("/") for u in units}
     recorded = {s.rsplit("/", 1)[0] for s in entry.get("timings", {}) if "/" in s}
-    known = sorted(set(units) | {r for r in recorded if r.count("/") in depths}, key=len)
+    known = [*units, *(r for r in recorded if r.count("/") in depths)]
     counted = counted_seconds(entry) if entry.get("timings") else {}
     for step, seconds in counted.items():
-        unit = unit_of(step, units) if "" in units else unit_of(step, [u for u in known if u])
+        unit = unit_of(step, known)
         if unit is None:
             shared += seconds
         else:
@@ -170,7 +165,7 @@ def plan_stage(
     if same:
         recorded = list(present.get("timings", {}))
         there = {u for u in units if any(unit_of(step, [u]) == u for step in recorded)}
-    finished = _finished(cache_root, stage, record, run_fields, data_key)
+    finished = set(_finished_runs(cache_root).get(_finished_key(stage, record, run_fields, data_key), []))
     per_run, shared = _seconds_by_run(present if same else committed, units)
     plan = [
         PlannedRun(
@@ -184,20 +179,6 @@ def plan_stage(
     if "" not in units and any(p.status == "compute" for p in plan) and shared:
         plan.append(PlannedRun(stage, "(shared)", "compute", round(shared, 2)))
     return plan
-
-
-def duration_text(seconds: float) -> str:
-    """Minutes under 90 minutes, hours above.
-
-    Example:
-        >>> duration_text(12), duration_text(45), duration_text(600), duration_text(47_000)
-        ('under 1 min', '1 min', '10 min', '13.1 h')
-    """
-    if seconds < 30:
-        return "under 1 min"
-    if seconds < 90 * 60:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def plan_lines(plan: Sequence[PlannedRun]) -> list[str]:
