@@ -29,7 +29,13 @@ from fqa_analysis.errors import DataError
 from fqa_analysis.models.explain_rate import FORMS as EXPLAIN_RATE_FORMS
 from fqa_analysis.models.explain_rate import ExplainRateConfig
 from fqa_analysis.models.explainer import DecodeConfig, GeneratorConfig
-from fqa_analysis.models.reranker.encoder import DEVICES, RerankConfig, resolve_device, uses_bf16
+from fqa_analysis.models.reranker.encoder import (
+    DEVICES,
+    MINILM_LAYERS,
+    RerankConfig,
+    resolve_device,
+    uses_bf16,
+)
 from fqa_analysis.models.reranker.variants import (
     NEGATIVE_SOURCES,
     RELEVANCE_LOSSES,
@@ -201,6 +207,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"reranker: tokens of question + passage, 32..512 (default: {RerankConfig.max_len})",
     )
     add(
+        "--layers",
+        type=_int_in(1, MINILM_LAYERS),
+        help=f"reranker: MiniLM's first N transformer layers make the cross-encoder (its capacity), "
+        f"1..{MINILM_LAYERS}; a measurement in a folder of its own (default: "
+        f"{RerankConfig.encoder_layers}, the whole model)",
+    )
+    add(
         "--pseudo-negatives",
         type=_int_in(1, RerankRunConfig.negative_pool),
         help=f"reranker: pseudo negatives per QA-train question, 1..{RerankRunConfig.negative_pool} "
@@ -348,6 +361,7 @@ _RERANK_OPTIONS = {
     "frozen_layers",
     "rerank_epochs",
     "max_len",
+    "layers",
     "pseudo_negatives",
     "relevance_loss",
     "negative_source",
@@ -361,7 +375,7 @@ STAGES: dict[str, set[str]] = {
     "all": set(),
     "rqa": {"subset", "systems", "seed", "epochs", "max_steps", "replace"},
     # the recipes set the relevance options themselves; the model options are shared
-    "relevance": {"subset", "recipes", "max_len", "device", "max_steps", "replace"},
+    "relevance": {"subset", "recipes", "max_len", "layers", "device", "max_steps", "replace"},
     "rerank": _RERANK_OPTIONS | {"replace", "warm_frozen_layers"},
     "explain": {
         "subset",
@@ -405,7 +419,6 @@ STAGE_HELP: dict[str, str] = {
     "beyond": "learning-curve, leave-one-domain-out and top-20 rerankers",
     "explain_rate": "the explain-then-rate reranker, rescoring hybrid and minilm_ft",
 }
-MINILM_LAYERS = 6
 
 
 def _float_in(low: float, high: float) -> Any:
@@ -541,6 +554,19 @@ def _pointless(args: argparse.Namespace) -> list[str]:
             "--explain-rate-unlikelihood acts on the explanations our form writes while training; "
             "the paper's form (--explain-rate-form paper) reads the annotators' instead"
         )
+    if args.layers is not None and args.stage == "all":
+        # the explain and explain_rate stages load the rerankers into a whole MiniLM
+        notes.append(
+            f"--layers is read by `fqa run rerank` and `fqa run relevance`, not `fqa run {args.stage}`"
+        )
+    layers = RerankConfig.encoder_layers if args.layers is None else args.layers
+    for name in ("frozen_layers", "warm_frozen_layers"):
+        value = getattr(args, name)
+        if value is not None and value > layers - (name == "warm_frozen_layers"):
+            notes.append(
+                f"--{name.replace('_', '-')} {value} with --layers {layers}: the cross-encoder has "
+                f"{layers} layers, so at most {layers - (name == 'warm_frozen_layers')} can be frozen"
+            )
     if args.warm_frozen_layers and args.frozen_layers:
         notes.append(
             "--frozen-layers with --warm-frozen-layers would train the relevance model on MiniLM's "
@@ -631,6 +657,7 @@ def stage_configs(args: argparse.Namespace, device: str = "cpu") -> dict[str, An
         frozen_layers=defaults.frozen_layers if args.frozen_layers is None else args.frozen_layers,
         epochs=args.rerank_epochs or defaults.epochs,
         max_len=args.max_len or defaults.max_len,
+        encoder_layers=args.layers or defaults.encoder_layers,
         max_steps=args.max_steps,
         device=device,
         bf16=uses_bf16(device),

@@ -31,6 +31,8 @@ from fqa_analysis.cli import main
         ),
         (["relevance", "--recipes", "best"], "argument --recipes: unknown best (allowed: listwise_3neg_all"),
         (["rerank", "--frozen-layers", "9"], "argument --frozen-layers: 9 is out of range (allowed: 0..6)"),
+        (["rerank", "--layers", "7"], "argument --layers: 7 is out of range (allowed: 1..6)"),
+        (["relevance", "--layers", "0"], "argument --layers: 0 is out of range (allowed: 1..6)"),
         (
             ["rerank", "--warm-frozen-layers", "6"],
             "argument --warm-frozen-layers: 6 is out of range (allowed: 0..5)",
@@ -119,6 +121,10 @@ def test_a_bad_value_is_one_line_and_exit_2(
         (["rerank", "--recipes", "listwise_3neg_all"], "--recipes is read by stage relevance only"),
         (["beyond", "--warm-frozen-layers", "4"], "--warm-frozen-layers is read by stage rerank only"),
         (["all", "--warm-frozen-layers", "4"], "--warm-frozen-layers is read by `fqa run rerank` alone"),
+        (["all", "--layers", "2"], "--layers is read by `fqa run rerank` and `fqa run relevance`, not"),
+        (["explain", "--layers", "2"], "--layers is read by stage relevance / rerank / beyond only"),
+        (["rerank", "--layers", "2", "--frozen-layers", "3"], "--frozen-layers 3 with --layers 2: the"),
+        (["rerank", "--layers", "4", "--warm-frozen-layers", "4"], "so at most 3 can be frozen"),
         (
             ["rerank", "--warm-frozen-layers", "4", "--frozen-layers", "2"],
             "--frozen-layers with --warm-frozen-layers would train the relevance model",

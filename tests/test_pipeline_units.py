@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -62,7 +63,8 @@ def test_reranker_keys_leave_later_settings_out_only_at_their_declared_defaults(
 
     config = RerankConfig(bf16=False)
     # the rule of the models cached before pooling/device/int8_scoring existed, written out by hand
-    earlier = {k: v for k, v in asdict(config).items() if k not in ("pooling", "device", "int8_scoring")}
+    later = ("pooling", "device", "int8_scoring", "encoder_layers")
+    earlier = {k: v for k, v in asdict(config).items() if k not in later}
     assert model_key(config) == earlier
     assert model_key(RerankConfig(bf16=False, pooling="mean", device="cuda")) == {
         **earlier,
@@ -70,6 +72,42 @@ def test_reranker_keys_leave_later_settings_out_only_at_their_declared_defaults(
         "device": "cuda",
     }
     assert model_key(RerankConfig(bf16=False, lr=1e-4))["lr"] == 1e-4
+    assert model_key(RerankConfig(bf16=False, encoder_layers=2)) == {**earlier, "encoder_layers": 2}
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"encoder_layers": 0}, "encoder_layers=0: MiniLM has layers 1..6"),
+        ({"encoder_layers": 7}, "encoder_layers=7: MiniLM has layers 1..6"),
+        ({"encoder_layers": 2, "frozen_layers": 3}, "frozen_layers=3: 0..encoder_layers (2)"),
+    ],
+)
+def test_a_capacity_minilm_lacks_is_refused(settings: dict[str, int], message: str) -> None:
+    from fqa_analysis.models.reranker.encoder import RerankConfig
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RerankConfig(**settings)
+
+
+def test_a_smaller_cross_encoder_keeps_minilms_first_layers() -> None:
+    import torch
+
+    from fqa_analysis.models.reranker.encoder import RerankConfig
+    from fqa_analysis.models.reranker.network import _Top
+
+    whole = _Top(RerankConfig(threads=1), seed=0)
+    small = _Top(RerankConfig(threads=1, encoder_layers=2), seed=0)
+    top = _Top(RerankConfig(threads=1, encoder_layers=2, frozen_layers=1), seed=0)
+    assert (len(whole.layers), len(small.layers), len(top.layers)) == (6, 2, 1)
+    first, second = (dict(layer.named_parameters()) for layer in small.layers)
+    # layer i of the small model is MiniLM's layer i (the lower layers, not the upper ones)
+    for name, value in whole.layers[1].named_parameters():
+        assert torch.equal(second[name], value)
+    assert torch.equal(
+        dict(top.layers[0].named_parameters())["output.dense.weight"], second["output.dense.weight"]
+    )
+    assert not torch.equal(first["output.dense.weight"], second["output.dense.weight"])
 
 
 def test_compute_times_survive_a_cached_rerun(tmp_path: Path) -> None:

@@ -654,6 +654,7 @@ def _flat(record: Any, prefix: str = "") -> dict[str, Any]:
 #: before it existed still describes the same configuration.
 LATER_SETTINGS: dict[str, Any] = {
     "warm_frozen_layers": 0,
+    "encoder_layers": 6,
     "opening_weight": 0.0,
     "top_p_levers": [],
     "own_top_p": None,

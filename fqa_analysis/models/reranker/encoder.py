@@ -29,6 +29,7 @@ from fqa_analysis.profiling import labelled
 __all__ = [
     "CHUNK",
     "DEVICES",
+    "MINILM_LAYERS",
     "STATES_VERSION",
     "PairStates",
     "RerankConfig",
@@ -59,6 +60,10 @@ def uses_bf16(device: str) -> bool:
     return device == "cuda"
 
 
+#: Transformer layers of all-MiniLM-L6-v2, the cross-encoder every reranker is built on.
+MINILM_LAYERS = 6
+
+
 @dataclass(frozen=True)
 class RerankConfig:
     """Cross-encoder reranker settings (shared by every variant and seed of a stage)."""
@@ -86,6 +91,21 @@ class RerankConfig:
     #: Score with int8 dynamic quantization of the linear layers (CPU only; training is
     #: unaffected). Measured by ``benchmarks/scoring_precision.py`` before it is adopted.
     int8_scoring: bool = field(default=False, metadata=OMIT_AT_DEFAULT)
+    #: MiniLM's first this many transformer layers make the cross-encoder (its capacity), 1..6; the
+    #: layers above are dropped. 6, the default, is the whole model. Added after models were cached
+    #: (left out of their key at 6) to measure whether the feedback's contribution grows with the
+    #: model's capacity, the nearest this machine comes to the paper's BART-large.
+    encoder_layers: int = field(default=6, metadata=OMIT_AT_DEFAULT)
+
+    def __post_init__(self) -> None:
+        # one line before any work: a capacity MiniLM lacks, or more frozen layers than it keeps
+        if not 1 <= self.encoder_layers <= MINILM_LAYERS:
+            raise ValueError(f"encoder_layers={self.encoder_layers}: MiniLM has layers 1..{MINILM_LAYERS}")
+        if not 0 <= self.frozen_layers <= self.encoder_layers:
+            raise ValueError(
+                f"frozen_layers={self.frozen_layers}: 0..encoder_layers ({self.encoder_layers}) "
+                "layers can be frozen"
+            )
 
 
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")

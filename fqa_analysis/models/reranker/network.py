@@ -57,7 +57,8 @@ class _Top:
         torch.manual_seed(seed)
         base = AutoModel.from_pretrained(minilm_path())
         self.base = base
-        self.layers = torch.nn.ModuleList(copy.deepcopy(base.encoder.layer[config.frozen_layers :]))
+        trained = base.encoder.layer[config.frozen_layers : config.encoder_layers]
+        self.layers = torch.nn.ModuleList(copy.deepcopy(trained))
         hidden = base.config.hidden_size
         self.dropout = torch.nn.Dropout(base.config.hidden_dropout_prob)
         self.head = torch.nn.Linear(hidden, N_CLASSES)
