@@ -1,0 +1,529 @@
+"""Why our numbers differ from the paper's: each difference we can vary, varied one at a time.
+
+The findings behind the reranking chapter's section of that name. The paper's feedback adds +1.99
+points on top of its QA-only reranker (CombinedReranker 67.97 minus VanillaReranker 65.98, BERT
+RQA); ours adds less. This module measures what each varied difference does to that quantity:
+
+* **Factor runs** (:func:`factor_folders`, :func:`factor_table`): a folder ``results/factors/<name>/``
+  per run of the rerank stage under one changed setting (``--layers 2``, ``--max-len 256``, ...;
+  ``tools/factor_folder.py`` starts it), holding ``vanilla``, ``feedback_kl`` and ``combined`` (seed 0)
+  on the RQA systems it rescored. The setting is read from the manifests (what differs from the
+  book's rerank configuration), never typed.
+* **The amount of feedback** (:func:`feedback_curve`, :func:`power_projection`): the beyond stage's
+  learning curve against the relevance model, and a projection, labelled as one, of how much
+  feedback the paper's +1.99 would take.
+
+Every comparison is the project's paired bootstrap over questions with Holm over the table
+(:func:`~fqa_analysis.core.compare.compare`); seed 0 on both sides, since a factor run trains one seed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from fqa_analysis.core.candidates import CANDIDATE_COLUMNS
+from fqa_analysis.core.compare import Comparison, compare, verdict
+from fqa_analysis.core.experiments import experiment_candidates
+from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
+from fqa_analysis.core.report import change_text, interval, signed_text
+from fqa_analysis.core.reranking import score_outcomes
+from fqa_analysis.core.results import comparable_config, load_candidates, load_stage, load_table
+from fqa_analysis.data import FEEDBACK_DOMAINS
+from fqa_analysis.errors import DataError
+
+__all__ = [
+    "FACTOR_FOLDER",
+    "FACTOR_VARIANTS",
+    "PAPER_CONTRIBUTION",
+    "Projection",
+    "WhyWeDiffer",
+    "difference_rows",
+    "factor_folders",
+    "factor_setting",
+    "factor_table",
+    "feedback_curve",
+    "paired_sd",
+    "power_projection",
+    "why_we_differ",
+]
+
+#: Subfolder of a results folder that holds one folder per factor run.
+FACTOR_FOLDER = "factors"
+
+#: What a factor run trains: the relevance model, the feedback alone and the two together.
+FACTOR_VARIANTS: tuple[str, ...] = ("vanilla", "feedback_kl", "combined")
+
+#: The paper's feedback contribution: CombinedReranker minus VanillaReranker, in points.
+PAPER_CONTRIBUTION: float = round(
+    PAPER_OVERALL_ACCURACY["combined_reranker"] - PAPER_OVERALL_ACCURACY["vanilla_reranker"], 2
+)
+
+#: Settings of a rerank configuration that say which runs ran, not how a model was trained.
+_RUN_FIELDS: tuple[str, ...] = ("variants", "seeds", "score_rqa")
+
+
+def factor_folders(results: Path) -> dict[str, Path]:
+    """The factor runs' folders under ``results/factors/``, by name, sorted; those with a rerank entry.
+
+    Example:
+        >>> factor_folders(Path("/nonexistent"))
+        {}
+    """
+    root = results / FACTOR_FOLDER
+    if not root.is_dir():
+        return {}
+    return {
+        p.name: p
+        for p in sorted(root.iterdir())
+        if (p / "manifest.json").is_file() and "rerank" in load_stage_or_empty(p)
+    }
+
+
+def load_stage_or_empty(folder: Path) -> dict[str, Any]:
+    """``{"rerank": entry}`` when ``folder``'s manifest has a rerank entry, else ``{}``."""
+    try:
+        return {"rerank": load_stage(folder, "rerank")}
+    except DataError:  # a folder whose run has not written its manifest yet
+        return {}
+
+
+def factor_setting(book: dict[str, Any], factor: dict[str, Any]) -> dict[str, Any]:
+    """What a factor run's rerank configuration changes from the book's: ``dotted.key -> value``.
+
+    Settings that only name runs (variants, seeds, the RQA systems scored) are left out, so a run
+    of three variants on two systems differs from the book's in its training settings alone.
+
+    Example:
+        >>> book = {"model": {"max_len": 128, "lr": 5e-05}, "seeds": [0, 1, 2]}
+        >>> factor_setting(book, {"model": {"max_len": 256, "lr": 5e-05}, "seeds": [0]})
+        {'model.max_len': 256}
+    """
+    ours, theirs = comparable_config(book, _RUN_FIELDS), comparable_config(factor, _RUN_FIELDS)
+    return {k: theirs.get(k) for k in sorted(set(ours) | set(theirs)) if ours.get(k) != theirs.get(k)}
+
+
+def _setting_label(changed: dict[str, Any]) -> str:
+    """A changed setting in a reader's words ('2 layers', '256 tokens'); the key otherwise."""
+    words = {"model.encoder_layers": "{} of 6 layers", "model.max_len": "{} tokens"}
+    parts = [words.get(k, k.rsplit(".", 1)[-1] + " {}").format(v) for k, v in changed.items()]
+    return ", ".join(parts) or "the book's configuration"
+
+
+def _seed0_outcomes(candidates: pd.DataFrame, rqa: str, variants: Sequence[str]) -> pd.DataFrame:
+    """Each question's pick (paper's score) by ``rqa`` alone and by ``variants`` (seed 0).
+
+    Feedback domains only: the rerankers rescore those.
+    """
+    rows = candidates[
+        (candidates["rqa"] == rqa)
+        & candidates["domain"].isin(FEEDBACK_DOMAINS)
+        & (candidates["reranker"].isin(["none", *variants]))
+        & (candidates["seed"] == 0)
+    ]
+    return score_outcomes(rows)
+
+
+def paired_sd(outcomes: pd.DataFrame, system: str, baseline: str) -> float:
+    """Per-question standard deviation of ``system``'s minus ``baseline``'s outcome (one seed each).
+
+    Example:
+        >>> o = pd.DataFrame({"reranker": ["a"] * 3 + ["b"] * 3, "domain": "D", "split": "test",
+        ...     "question_id": [0, 1, 2] * 2, "correct": [1, 1, 0, 0, 1, 0]})
+        >>> round(paired_sd(o, "a", "b"), 4)  # differences 1, 0, 0
+        0.5774
+    """
+    wide = outcomes.pivot_table(
+        index=["domain", "split", "question_id"], columns="reranker", values="correct"
+    )
+    return float((wide[system] - wide[baseline]).std(ddof=1))
+
+
+def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comparison]:
+    """The book's configuration and every factor run on ``rqa``: accuracies and two comparisons each.
+
+    Per setting (one row each; the book's configuration first): ``changed`` (the configuration keys
+    it changes, comma-separated; empty for the book's), accuracy of the RQA alone, of each
+    variant reranking it, the relevance model's held-out KL at model selection, and two paired
+    comparisons, Holm over the whole table (every setting x both): ``combined`` vs the RQA alone
+    (the best gain) and ``combined`` vs ``vanilla`` (the feedback's own contribution, the paper's
+    +1.99). Seed 0 on both sides.
+
+    Returns:
+        The table (accuracies in [0, 1], ``delta`` columns as differences of shares) and the
+        :class:`Comparison` behind it (its ``signature()`` for the caption).
+    """
+    book = load_stage(results, "rerank")
+    settings: dict[str, tuple[Path, dict[str, Any], str]] = {"the book's configuration": (results, book, "")}
+    for name, folder in factor_folders(results).items():
+        entry = load_stage(folder, "rerank")
+        changed = factor_setting(book["config"], entry["config"])
+        settings[_setting_label(changed) if changed else name] = (folder, entry, ",".join(changed))
+    parts, rows = [], []
+    for label, (folder, entry, changed_keys) in settings.items():
+        outcomes = _seed0_outcomes(load_candidates(folder), rqa, FACTOR_VARIANTS)
+        present = set(outcomes["reranker"])
+        if not set(FACTOR_VARIANTS) <= present:
+            continue  # a run still in progress: shown once all three models are in
+        parts.append(outcomes.assign(setting=label))
+        accuracy = outcomes.groupby("reranker")["correct"].mean()
+        relevance = entry["histories"].get(f"vanilla/seed{0}", {})
+        rows.append(
+            {
+                "setting": label,
+                "changed": changed_keys,
+                "relevance_kl": relevance.get("best_select_kl"),
+                "rqa_alone": accuracy["none"],
+                **{v: accuracy[v] for v in FACTOR_VARIANTS},
+                "contribution_sd": paired_sd(outcomes, "combined", "vanilla"),
+            }
+        )
+    table = pd.DataFrame(rows).set_index("setting")
+    comparison = compare(
+        pd.concat(parts, ignore_index=True),
+        system="reranker",
+        pairs=[("combined", "none"), ("combined", "vanilla")],
+        within=["setting"],
+        describe=f"combined vs the RQA alone and vs vanilla, per setting, on {rqa}",
+        seeds=None,
+    )
+    stats = comparison.table.reset_index()
+    for baseline, prefix in (("none", "gain"), ("vanilla", "contribution")):
+        part = stats[stats["baseline"] == baseline].set_index("setting")
+        for column in ("delta", "delta_ci_low", "delta_ci_high", "p_holm", "mde"):
+            table[f"{prefix}_{column}"] = part[column]
+    return table, comparison
+
+
+def feedback_curve(results: Path) -> tuple[pd.DataFrame, Comparison]:
+    """The feedback's contribution as the feedback grows: each learning-curve run vs ``vanilla``.
+
+    The beyond stage's ``fraction`` runs (``feedback_kl`` trained on a nested, domain-stratified
+    share of the training questions, seed 0, continued from the relevance model) rerank its RQA
+    system; each is compared with the relevance model (``vanilla``, seed 0) reranking the same
+    system, Holm over the shares. No feedback at all is ``vanilla`` itself, a contribution of 0.
+
+    Returns:
+        One row per share: ``share``, ``pairs`` (rated pairs trained on), ``delta`` (points as a
+        share), its CI, ``p_holm``, ``mde``, ``sd`` (the per-question standard deviation of the
+        paired difference); and the :class:`Comparison`.
+    """
+    stage = load_stage(results, "beyond")
+    rqa = stage["config"]["rqa"]
+    candidates = load_candidates(results)
+    experiments = load_table(results, "feedback_experiments.parquet")
+    fractions = experiments[(experiments["experiment"] == "fraction") & (experiments["seed"] == 0)]
+    runs = experiment_candidates(fractions, candidates, rqa).assign(seed=0)
+    base = _seed0_outcomes(candidates, rqa, ["vanilla"])
+    outcomes = pd.concat(
+        [base[base["reranker"] == "vanilla"], score_outcomes(runs[CANDIDATE_COLUMNS])], ignore_index=True
+    )
+    comparison = compare(
+        outcomes,
+        system="reranker",
+        baseline="vanilla",
+        describe=f"each share of the feedback vs the relevance model alone, on {rqa}",
+        seeds=None,
+    )
+    pairs = {
+        name.split("/")[1]: record["fit_pairs"]
+        for name, record in stage.get("experiment_runs", {}).items()
+        if name.startswith("fraction/") and name.endswith("/seed0")
+    }
+    table = comparison.table.reset_index()
+    table["share"] = table["reranker"].str.split(":").str[1].astype(float)
+    table["pairs"] = table["reranker"].str.split(":").str[1].map(pairs)
+    table["sd"] = [paired_sd(outcomes, r, "vanilla") for r in table["reranker"]]
+    columns = ["share", "pairs", "delta", "delta_ci_low", "delta_ci_high", "p_holm", "mde", "sd"]
+    return table[columns].sort_values("share").reset_index(drop=True), comparison
+
+
+@dataclass(frozen=True)
+class Projection:
+    """How much feedback a contribution would take, projected from a learning curve (not measured).
+
+    The curve is a weighted least-squares line of the contribution (points) on log2 of the rated
+    pairs, through the measured points' weighted mean (``center_log2_pairs``, ``center``).
+
+    Attributes:
+        slope: Points gained per doubling of the rated pairs.
+        slope_low: Lower end of its 95% CI (points treated as independent; they share test
+            questions and nested training data, so the CI is indicative).
+        slope_high: Upper end of that CI: the most the curve plausibly rises.
+        center_log2_pairs: Weighted mean of log2 pairs.
+        center: Weighted mean contribution there (points).
+        detectable: The smallest contribution (points) the test set detects with the asked power
+            at two-sided alpha, from the per-question spread of the paired difference.
+        power_at_target: The power the test set has for a contribution of ``target`` points.
+        target: The contribution asked about (default: the paper's +1.99).
+        questions: Test questions the power is computed for.
+    """
+
+    slope: float
+    slope_low: float
+    slope_high: float
+    center_log2_pairs: float
+    center: float
+    detectable: float
+    power_at_target: float
+    target: float
+    questions: int
+
+    @property
+    def rising(self) -> bool:
+        """Whether the curve rises measurably (its slope's 95% CI above 0)."""
+        return self.slope_low > 0
+
+    def pairs_for(self, level: float, slope: float | None = None) -> float | None:
+        """Rated pairs at which a line of ``slope`` (default: the fitted one) reaches ``level`` points.
+
+        None where that line does not rise.
+        """
+        slope = self.slope if slope is None else slope
+        if slope <= 0:
+            return None
+        return float(2 ** (self.center_log2_pairs + (level - self.center) / slope))
+
+
+def power_projection(
+    pairs: Sequence[float],
+    contribution: Sequence[float],
+    se: Sequence[float],
+    sd: float,
+    questions: int,
+    target: float = PAPER_CONTRIBUTION,
+    power: float = 0.8,
+    alpha: float = 0.05,
+) -> Projection:
+    """Project from a learning curve how many rated pairs a contribution of ``target`` points needs.
+
+    Two steps, both stated as assumptions. The curve: the contribution is taken as linear in log2
+    of the rated pairs (the usual shape of a learning curve over a few doublings), fitted by least
+    squares weighted by each point's precision. The test: a paired difference whose per-question
+    standard deviation is ``sd`` over ``questions`` questions is detected with probability
+    ``power`` at two-sided ``alpha`` when it is at least ``(z_{1-alpha/2} + z_power) * sd /
+    sqrt(questions)`` (the normal approximation of the paired test).
+
+    Args:
+        pairs: Rated pairs of each measured point.
+        contribution: The contribution measured there, in points.
+        se: Its standard error, in points (e.g. the 95% CI's width / 3.92).
+        sd: Per-question standard deviation of the paired difference, in points.
+        questions: Test questions.
+        target: Contribution asked about, in points.
+        power: Wanted power.
+        alpha: Two-sided level.
+
+    Raises:
+        ValueError: Fewer than two points, points of one size only, or a standard error <= 0.
+
+    Example:
+        >>> p = power_projection([100, 200, 400], [0.0, 0.5, 1.0], [0.2] * 3, sd=20.0, questions=1600,
+        ...     target=2.0)
+        >>> round(p.slope, 3), round(p.pairs_for(2.0)), round(p.detectable, 2), round(p.power_at_target, 3)
+        (0.5, 1600, 1.4, 0.979)
+    """
+    x = np.log2(np.asarray(pairs, dtype=float))
+    y = np.asarray(contribution, dtype=float)
+    errors = np.asarray(se, dtype=float)
+    if len(x) < 2 or np.ptp(x) == 0:
+        raise ValueError("a projection needs at least two measured amounts of feedback")
+    if (errors <= 0).any():
+        raise ValueError("every point needs a standard error above 0")
+    w = 1 / errors**2
+    center_x, center_y = float(np.average(x, weights=w)), float(np.average(y, weights=w))
+    spread = float(np.sum(w * (x - center_x) ** 2))
+    slope = float(np.sum(w * (x - center_x) * (y - center_y)) / spread)
+    z_alpha = float(norm.ppf(1 - alpha / 2))
+    half = z_alpha * math.sqrt(1 / spread)
+    error = sd / math.sqrt(questions)
+    # power of the two-sided test at a true difference of target (both tails)
+    power_at_target = float(norm.cdf(target / error - z_alpha) + norm.cdf(-target / error - z_alpha))
+    return Projection(
+        slope=slope,
+        slope_low=slope - half,
+        slope_high=slope + half,
+        center_log2_pairs=center_x,
+        center=center_y,
+        detectable=(z_alpha + float(norm.ppf(power))) * error,
+        power_at_target=power_at_target,
+        target=target,
+        questions=questions,
+    )
+
+
+def _outcomes(candidates: pd.DataFrame, rqa: Sequence[str], variants: Sequence[str]) -> pd.DataFrame:
+    """Every seed's pick by the RQA systems alone and by ``variants``, on the feedback domains."""
+    rows = candidates[
+        candidates["rqa"].isin(rqa)
+        & candidates["domain"].isin(FEEDBACK_DOMAINS)
+        & candidates["reranker"].isin(["none", *variants])
+    ]
+    return score_outcomes(rows)
+
+
+@dataclass(frozen=True)
+class WhyWeDiffer:
+    """Every measured answer to "why do our numbers differ from the paper's?" (:func:`why_we_differ`).
+
+    Attributes:
+        factors: :func:`factor_table` (the book's configuration and each factor run).
+        factor_comparison: Its comparison (for the caption's signature).
+        curve: :func:`feedback_curve` (the contribution at each share of the feedback).
+        curve_comparison: Its comparison.
+        projection: :func:`power_projection` from the curve and the book's per-question spread of
+            ``combined`` minus ``vanilla``.
+        start: ``feedback_kl`` (from the relevance model) vs ``feedback_kl_scratch`` (from MiniLM)
+            on the factor RQA, seeds averaged per question: one comparison row.
+        start_comparison: Its comparison.
+        rqa_gains: ``combined``'s gain over each RQA system alone (share), seeds averaged.
+        rqa: The RQA system the factors are measured on.
+        training_pairs: Rated pairs the book's feedback rerankers train on.
+        questions: Test questions of the comparisons (the four feedback domains).
+    """
+
+    factors: pd.DataFrame
+    factor_comparison: Comparison
+    curve: pd.DataFrame
+    curve_comparison: Comparison
+    projection: Projection
+    start: pd.Series
+    start_comparison: Comparison
+    rqa_gains: pd.Series
+    rqa: str
+    training_pairs: int
+    questions: int
+
+
+def why_we_differ(results: Path, rqa: str = "hybrid") -> WhyWeDiffer:
+    """Measure every difference from the paper this results folder lets us vary (see the module)."""
+    factors, factor_comparison = factor_table(results, rqa)
+    curve, curve_comparison = feedback_curve(results)
+    book = factors.loc["the book's configuration"]
+    questions = int(curve_comparison.table["n"].iloc[0])
+    projection = power_projection(
+        curve["pairs"].tolist(),
+        (100 * curve["delta"]).tolist(),
+        (100 * (curve["delta_ci_high"] - curve["delta_ci_low"]) / (2 * norm.ppf(0.975))).tolist(),
+        sd=100 * float(book["contribution_sd"]),
+        questions=questions,
+    )
+    candidates = load_candidates(results)
+    start_comparison = compare(
+        _outcomes(candidates, [rqa], ["feedback_kl", "feedback_kl_scratch"]),
+        system="reranker",
+        pairs=[("feedback_kl", "feedback_kl_scratch")],
+        describe=f"feedback_kl from the relevance model vs from MiniLM, on {rqa}",
+    )
+    every = _outcomes(candidates, sorted(set(candidates["rqa"])), ["combined"])
+    seed_mean = every.groupby(["rqa", "reranker", "domain", "split", "question_id"])["correct"].mean()
+    accuracy = seed_mean.groupby(["rqa", "reranker"]).mean().unstack("reranker")
+    return WhyWeDiffer(
+        factors=factors,
+        factor_comparison=factor_comparison,
+        curve=curve,
+        curve_comparison=curve_comparison,
+        projection=projection,
+        start=start_comparison.table.iloc[0],
+        start_comparison=start_comparison,
+        rqa_gains=(accuracy["combined"] - accuracy["none"]).rename("gain"),
+        rqa=rqa,
+        training_pairs=int(curve.loc[curve["share"] == 1.0, "pairs"].iloc[0]),
+        questions=questions,
+    )
+
+
+def _factor_effects(w: WhyWeDiffer, key: str) -> str | None:
+    """What the factor runs that change ``key`` showed, in words; None where none changes it."""
+    rows = w.factors[w.factors["changed"] == key]
+    if rows.empty:
+        return None
+    book = w.factors.loc["the book's configuration"]
+    measured: list[tuple[str, Any]] = [("the book's", book.to_dict())]
+    measured += [(str(label), r.to_dict()) for label, r in rows.iterrows()]
+    parts = [
+        f"{label}: the feedback's contribution {signed_text(100 * r['contribution_delta'])} points "
+        f"{interval(100 * r['contribution_delta_ci_low'], 100 * r['contribution_delta_ci_high'])}, "
+        f"combined + {w.rqa} {100 * r['combined']:.1f}%"
+        for label, r in measured
+    ]
+    return "; ".join(parts) + " (seed 0)"
+
+
+def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
+    """The table "Why our numbers differ from the paper's": one row per difference, in words.
+
+    Columns: ``difference``, ``paper``, ``here``, ``what varying it did`` (from the measurements in
+    ``w``; "not varied", with the reason, where nothing in the folder varies it).
+    """
+    p = w.projection
+    curve = w.curve
+    contributions = ", ".join(
+        f"{signed_text(100 * d)} at {n:,}" for d, n in zip(curve["delta"], curve["pairs"], strict=True)
+    )
+    optimistic = p.pairs_for(p.target, p.slope_high)
+    reach = (
+        f"at the CI's upper end the paper's {signed_text(p.target)} would take about "
+        f"{float(f'{optimistic:.2g}'):,.0f} rated pairs ({optimistic / w.training_pairs:.0f} times ours)"
+        if optimistic is not None
+        else "no slope in its CI reaches the paper's contribution"
+    )
+    amount = (
+        f"the feedback's contribution over the relevance model (points, by rated pairs): {contributions}; "
+        f"{signed_text(p.slope)} points per doubling, 95% CI "
+        f"{interval(p.slope_low, p.slope_high)}. Projection, not a measurement: {reach}. "
+        f"The {w.questions:,} test questions would detect {signed_text(p.target)} with power "
+        f"{p.power_at_target:.3f} (80% power from {signed_text(p.detectable)})"
+    )
+    start = (
+        "feedback_kl from the relevance model vs from MiniLM (seeds averaged): "
+        + change_text({str(k): v for k, v in w.start.items()})
+        + f" ({verdict(w.start, with_mde=False)})"
+    )
+    gains = w.rqa_gains.sort_values()
+    rqa = "combined's gain over each RQA system alone (seeds averaged): " + ", ".join(
+        f"{signed_text(100 * g)} on {name}" for name, g in gains.items()
+    )
+    not_varied = "not varied in this results folder"
+    rows = [
+        (
+            "the reranker's model",
+            "BART-large (about 400M parameters)",
+            "all-MiniLM-L6-v2 cross-encoder (22.7M), every layer trained",
+            "BART-large cannot be obtained here; its nearest proxy, the cross-encoder's capacity: "
+            + (_factor_effects(w, "model.encoder_layers") or not_varied),
+        ),
+        (
+            "input length",
+            "not known to us (BART-large reads up to 1,024 tokens)",
+            "128 tokens of question + passage",
+            _factor_effects(w, "model.max_len") or not_varied,
+        ),
+        (
+            "training feedback",
+            "the four domains' feedback_train files, three of them not retrievable from the copy we read",
+            f"{w.training_pairs:,} rated pairs (WHO's feedback_train and the four feedback_valid files)",
+            amount,
+        ),
+        (
+            "negatives of the QA-only model",
+            "not known to us",
+            "three of zero-shot MiniLM's ten best non-gold passages per QA-train question",
+            _factor_effects(w, "negative_source") or not_varied,
+        ),
+        (
+            "where the rerankers start",
+            "BART-large's pretrained weights",
+            "a relevance model trained here on QA data (vanilla)",
+            start,
+        ),
+        ("RQA system", "BERT poly-encoder, fine-tuned", f"{w.rqa} and three others", rqa),
+    ]
+    return pd.DataFrame(rows, columns=["difference", "paper", "here", "what varying it did"])

@@ -1,0 +1,183 @@
+"""Why our numbers differ: factor runs and the power projection, on hand-made folders (values by hand)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fqa_analysis.core.differences import (
+    PAPER_CONTRIBUTION,
+    factor_folders,
+    factor_setting,
+    factor_table,
+    power_projection,
+)
+
+# Four WHO questions, two candidates each: (p_rqa of the gold, p_rqa of the other, gold's rank).
+# The RQA alone is right on q1 and q2 (its gold ranks first there).
+_QUESTIONS = {0: (0.4, 0.5), 1: (0.6, 0.3), 2: (0.5, 0.45), 3: (0.45, 0.5)}
+
+
+def _rows(reranker: str, p_excellent: dict[int, tuple[float, float]]) -> list[dict]:
+    rows = []
+    for q, (gold, other) in _QUESTIONS.items():
+        order = sorted([(gold, True), (other, False)], reverse=True)
+        for rank, (p_rqa, is_gold) in enumerate(order, start=1):
+            p_exc = None if reranker == "none" else p_excellent[q][0 if is_gold else 1]
+            rows.append(
+                {
+                    "protocol": "available",
+                    "rqa": "hybrid",
+                    "reranker": reranker,
+                    "seed": 0,
+                    "domain": "WHO",
+                    "split": "test",
+                    "question_id": q,
+                    "question": f"q{q}",
+                    "passage_id": 10 * q + (0 if is_gold else 1),
+                    "rqa_rank": rank,
+                    "p_rqa": p_rqa,
+                    "p_bad": None if p_exc is None else 1 - p_exc,
+                    "p_could_be_improved": None if p_exc is None else 0.0,
+                    "p_acceptable": None if p_exc is None else 0.0,
+                    "p_excellent": p_exc,
+                    "is_gold": is_gold,
+                }
+            )
+    return rows
+
+
+# S = p_rqa + P(Excellent). vanilla: right on q0 (0.4 + 0.5 > 0.5) and q2, wrong on q1 (0.6 < 0.3 + 0.5)
+# and q3: 2/4. combined lifts every gold by 0.5: 4/4. feedback_kl adds nothing: the RQA's 2/4.
+_VANILLA = {0: (0.5, 0.0), 1: (0.0, 0.5), 2: (0.5, 0.0), 3: (0.0, 0.0)}
+_LIFT = {q: (0.5, 0.0) for q in _QUESTIONS}
+_FLAT = {q: (0.0, 0.0) for q in _QUESTIONS}
+
+
+def _folder(
+    root: Path, combined: dict[int, tuple[float, float]], layers: int, variants: tuple[str, ...]
+) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    tables = {"none": _FLAT, "vanilla": _VANILLA, "feedback_kl": _FLAT, "combined": combined}
+    rows = [r for name in ("none", *variants) for r in _rows(name, tables[name])]
+    frame = pd.DataFrame(rows).astype(
+        {c: float for c in ("p_bad", "p_could_be_improved", "p_acceptable", "p_excellent")}
+    )
+    frame.to_parquet(root / "candidates.parquet", index=False)
+    config = {"model": {"max_len": 128, "encoder_layers": layers}, "seeds": [0], "variants": list(variants)}
+    entry = {"config": config, "histories": {"vanilla/seed0": {"best_select_kl": 0.25 * layers}}}
+    (root / "manifest.json").write_text(json.dumps({"stages": {"rerank": entry}}))
+    return root
+
+
+def test_a_factor_run_is_set_beside_the_book_with_its_changed_setting_in_words(tmp_path: Path) -> None:
+    every = ("vanilla", "feedback_kl", "combined")
+    results = _folder(tmp_path / "results", _LIFT, 6, every)
+    _folder(results / "factors" / "layers2", _VANILLA, 2, every)  # combined = vanilla: no contribution
+    _folder(results / "factors" / "running", _LIFT, 4, ("vanilla",))  # in progress: left out
+    assert list(factor_folders(results)) == ["layers2", "running"]
+    table, comparison = factor_table(results)
+    assert list(table.index) == ["the book's configuration", "2 of 6 layers"]
+    book, small = table.loc["the book's configuration"], table.loc["2 of 6 layers"]
+    assert (book["rqa_alone"], book["vanilla"], book["feedback_kl"], book["combined"]) == (0.5, 0.5, 0.5, 1.0)
+    assert (book["gain_delta"], book["contribution_delta"]) == (0.5, 0.5)
+    assert (small["combined"], small["contribution_delta"], small["gain_delta"]) == (0.5, 0.0, 0.0)
+    assert (book["relevance_kl"], small["relevance_kl"]) == (1.5, 0.5)
+    # combined - vanilla per question: book 0, 1, 0, 1 -> sd of (0, 1, 0, 1) = sqrt(1/3)
+    assert book["contribution_sd"] == pytest.approx(np.sqrt(1 / 3))
+    assert comparison.family_size == 4  # two comparisons per setting, Holm over the table
+
+
+def test_the_changed_setting_is_read_from_the_configurations_not_the_folder_name() -> None:
+    book = {"model": {"max_len": 128, "encoder_layers": 6}, "seeds": [0, 1, 2], "score_rqa": ["bm25"]}
+    run = {"model": {"max_len": 256, "encoder_layers": 6}, "seeds": [0], "score_rqa": ["hybrid"]}
+    assert factor_setting(book, run) == {"model.max_len": 256}
+    # a record written before encoder_layers existed is the whole model (core.results.LATER_SETTINGS)
+    assert factor_setting({"model": {"max_len": 128}}, {"model": {"max_len": 128, "encoder_layers": 6}}) == {}
+
+
+def test_the_projection_by_hand() -> None:
+    # contributions 0, 1, 2 points at 100, 200, 400 pairs, each +-0.5: 1 point per doubling
+    p = power_projection([100, 200, 400], [0.0, 1.0, 2.0], [0.5] * 3, sd=18.0, questions=1296, target=3.0)
+    assert p.slope == pytest.approx(1.0) and p.pairs_for(3.0) == pytest.approx(800)
+    # slope se = 1 / sqrt(sum w (x - xbar)^2) = 1 / sqrt(4 * 2); CI half-width 1.959964 * 0.353553
+    assert (p.slope_low, p.slope_high) == pytest.approx((1 - 0.6929519, 1 + 0.6929519), abs=1e-6)
+    assert p.rising
+    # the optimistic line (upper slope) through (log2 200, 1 point): 200 * 2 ** (2 / 1.6929519)
+    assert p.pairs_for(3.0, p.slope_high) == pytest.approx(200 * 2 ** (2 / 1.6929519), rel=1e-6)
+    # se = 18 / 36 = 0.5; detectable = (1.959964 + 0.841621) * 0.5
+    assert p.detectable == pytest.approx(1.4007925, abs=1e-6)
+    # power at 3 points: Phi(3 / 0.5 - 1.959964) + Phi(-6 - 1.959964) = Phi(4.040036)
+    assert p.power_at_target == pytest.approx(0.99997327, abs=1e-7)
+
+
+def test_a_curve_that_does_not_rise_projects_only_from_the_upper_end_of_its_slope() -> None:
+    p = power_projection(
+        [153, 384, 771, 1545], [-0.35, -0.35, -0.15, -0.40], [0.45] * 4, sd=18.0, questions=1992
+    )
+    assert not p.rising and p.slope_low < 0 < p.slope_high
+    assert p.pairs_for(1.99, p.slope_high) is not None and p.pairs_for(1.99, p.slope_high) > 1545
+    # a falling line never reaches a gain
+    assert p.pairs_for(1.99, p.slope_low) is None
+    assert p.target == PAPER_CONTRIBUTION == 1.99
+
+
+def test_a_projection_needs_two_amounts_and_their_errors() -> None:
+    with pytest.raises(ValueError, match="at least two measured amounts"):
+        power_projection([100, 100], [0.0, 1.0], [1.0, 1.0], sd=1.0, questions=10)
+    with pytest.raises(ValueError, match="standard error above 0"):
+        power_projection([100, 200], [0.0, 1.0], [1.0, 0.0], sd=1.0, questions=10)
+
+
+def test_the_table_words_each_difference_from_its_measurement() -> None:
+    from fqa_analysis.core.differences import WhyWeDiffer, difference_rows
+
+    def factor(changed: str, delta: float, combined: float) -> dict:
+        return {
+            "changed": changed,
+            "combined": combined,
+            "contribution_delta": delta,
+            "contribution_delta_ci_low": delta - 0.01,
+            "contribution_delta_ci_high": delta + 0.01,
+        }
+
+    factors = pd.DataFrame(
+        [factor("", -0.001, 0.653), factor("model.encoder_layers", 0.004, 0.6)],
+        index=["the book's configuration", "2 of 6 layers"],
+    )
+    curve = pd.DataFrame({"pairs": [100, 200, 400], "delta": [0.0, 0.005, 0.01]})
+    start = pd.Series(
+        {"delta": 0.006, "delta_ci_low": -0.001, "delta_ci_high": 0.013, "p_holm": 0.1, "mde": 0.01}
+    )
+    w = WhyWeDiffer(
+        factors=factors,
+        factor_comparison=None,  # type: ignore[arg-type]  # not read by the table
+        curve=curve,
+        curve_comparison=None,  # type: ignore[arg-type]
+        projection=power_projection([100, 200, 400], [0.0, 0.5, 1.0], [0.2] * 3, sd=20.0, questions=1600),
+        start=start,
+        start_comparison=None,  # type: ignore[arg-type]
+        rqa_gains=pd.Series({"hybrid": 0.0059, "bm25": 0.0728}),
+        rqa="hybrid",
+        training_pairs=400,
+        questions=1600,
+    )
+    table = difference_rows(w).set_index("difference")["what varying it did"].str.replace("\xa0", " ")
+    assert table["the reranker's model"].endswith(
+        "the book's: the feedback's contribution -0.10 points [-1.10, +0.90], combined + hybrid 65.3%; "
+        "2 of 6 layers: the feedback's contribution +0.40 points [-0.60, +1.40], combined + hybrid 60.0% "
+        "(seed 0)"
+    )
+    assert table["input length"] == "not varied in this results folder"
+    # 0.5 points per doubling, se 0.2 / sqrt(2) (weights 25, spread of log2 pairs 2): CI +-0.277
+    assert "0.00 at 100, +0.50 at 200, +1.00 at 400" in table["training feedback"]
+    assert "+0.50 points per doubling, 95% CI [+0.22, +0.78]" in table["training feedback"]
+    slope_high = 0.5 + 1.959964 * 0.2 / np.sqrt(2)
+    optimistic = 2 ** (np.log2(200) + (1.99 - 0.5) / slope_high)
+    assert f"about {float(f'{optimistic:.2g}'):,.0f} rated pairs" in table["training feedback"]
+    assert table["where the rerankers start"].endswith("Holm p 0.10, MDE 1.00 (not told apart)")
+    assert table["RQA system"].endswith("+0.59 on hybrid, +7.28 on bm25")
