@@ -133,29 +133,41 @@ def test_a_projection_needs_two_amounts_and_their_errors() -> None:
         power_projection([100, 200], [0.0, 1.0], [1.0, 0.0], sd=1.0, questions=10)
 
 
-def test_the_table_words_each_difference_from_its_measurement() -> None:
-    from fqa_analysis.core.differences import WhyWeDiffer, difference_rows
+def _measured() -> object:
+    """A hand-made WhyWeDiffer: the book's contribution -0.1 points, a 2-layer run +0.4, a rising curve."""
+    from fqa_analysis.core.differences import WhyWeDiffer
 
     def factor(changed: str, delta: float, combined: float) -> dict:
         return {
             "changed": changed,
+            "relevance_kl": 0.3581,
+            "rqa_alone": 0.6456,
+            "vanilla": combined - delta,
+            "feedback_kl": 0.65,
             "combined": combined,
             "contribution_delta": delta,
             "contribution_delta_ci_low": delta - 0.01,
             "contribution_delta_ci_high": delta + 0.01,
+            "contribution_p_holm": 0.85,
+            "gain_delta": combined - 0.6456,
+            "gain_delta_ci_low": combined - 0.6556,
+            "gain_delta_ci_high": combined - 0.6356,
+            "gain_p_holm": 0.0004,
         }
 
     factors = pd.DataFrame(
         [factor("", -0.001, 0.653), factor("model.encoder_layers", 0.004, 0.6)],
         index=["the book's configuration", "2 of 6 layers"],
     )
-    curve = pd.DataFrame({"pairs": [100, 200, 400], "delta": [0.0, 0.005, 0.01]})
+    curve = pd.DataFrame(
+        {"pairs": [100, 200, 400], "delta": [0.0, 0.005, 0.01], "delta_ci_high": [0.004, 0.009, 0.0201]}
+    )
     start = pd.Series(
         {"delta": 0.006, "delta_ci_low": -0.001, "delta_ci_high": 0.013, "p_holm": 0.1, "mde": 0.01}
     )
-    w = WhyWeDiffer(
+    return WhyWeDiffer(
         factors=factors,
-        factor_comparison=None,  # type: ignore[arg-type]  # not read by the table
+        factor_comparison=None,  # type: ignore[arg-type]  # not read by the words
         curve=curve,
         curve_comparison=None,  # type: ignore[arg-type]
         projection=power_projection([100, 200, 400], [0.0, 0.5, 1.0], [0.2] * 3, sd=20.0, questions=1600),
@@ -166,7 +178,14 @@ def test_the_table_words_each_difference_from_its_measurement() -> None:
         training_pairs=400,
         questions=1600,
     )
-    table = difference_rows(w).set_index("difference")["what varying it did"].str.replace("\xa0", " ")
+
+
+def test_the_table_words_each_difference_from_its_measurement() -> None:
+    from fqa_analysis.core.differences import difference_rows
+
+    table = (
+        difference_rows(_measured()).set_index("difference")["what varying it did"].str.replace("\xa0", " ")
+    )
     assert table["the reranker's model"].endswith(
         "the book's: the feedback's contribution -0.10 points [-1.10, +0.90], combined + hybrid 65.3%; "
         "2 of 6 layers: the feedback's contribution +0.40 points [-0.60, +1.40], combined + hybrid 60.0% "
@@ -181,3 +200,40 @@ def test_the_table_words_each_difference_from_its_measurement() -> None:
     assert f"about {float(f'{optimistic:.2g}'):,.0f} rated pairs" in table["training feedback"]
     assert table["where the rerankers start"].endswith("Holm p 0.10, MDE 1.00 (not told apart)")
     assert table["RQA system"].endswith("+0.59 on hybrid, +7.28 on bm25")
+
+
+def test_the_answer_names_the_largest_varied_contribution_and_whether_any_reaches_the_papers() -> None:
+    from dataclasses import replace
+
+    from fqa_analysis.core.differences import why_answer
+
+    w = _measured()
+    text = why_answer(w).replace("\xa0", " ")  # type: ignore[arg-type]
+    # the curve's 400-pair point: +1.00, CI up to +2.01 >= 1.99; the 2-layer run's +0.40 reaches +1.40 only
+    assert text.startswith("**The feedback's own contribution is -0.10 points here (95% CI [-1.10, +0.90])")
+    assert "would detect with power 0.978" in text
+    assert text.endswith(
+        "1 setting(s) varied here reach it within their 95% CI (the largest: +1.00 with 400 rated pairs).**"
+    )
+    lower = replace(w, curve=w.curve.assign(delta_ci_high=[0.004, 0.009, 0.0198]))  # type: ignore[type-var]
+    assert why_answer(lower).endswith("upper end (the largest: +1.00 with 400 rated pairs).**")
+
+
+def test_the_factor_view_shows_percent_and_each_comparison_with_its_interval() -> None:
+    from fqa_analysis.core.differences import factor_view
+
+    w = _measured()
+    w.factors["combined_alone"] = [0.595, 0.5]  # type: ignore[attr-defined]
+    view = factor_view(w).map(lambda v: v.replace("\xa0", " "))  # type: ignore[arg-type]
+    book = view["the book's configuration"]
+    assert list(view.columns) == ["the book's configuration", "2 of 6 layers"]
+    assert (book["hybrid alone (%)"], book["+ combined (%)"], book["+ vanilla (%)"]) == (
+        "64.6",
+        "65.3",
+        "65.4",
+    )
+    assert book["combined alone (%)"] == "59.5"
+    assert book["contribution: combined - vanilla (points)"] == "-0.10 [-1.10, +0.90]"
+    assert (book["its Holm p"], book["its Holm p "]) == ("0.85", "0.00040")
+    assert book["relevance model's held-out KL (nats)"] == "0.358"
+    assert view.columns.name == "setting" and view.index.name == "measure (seed 0)"

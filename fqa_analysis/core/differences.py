@@ -20,7 +20,7 @@ Every comparison is the project's paired bootstrap over questions with Holm over
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from fqa_analysis.core.candidates import CANDIDATE_COLUMNS
 from fqa_analysis.core.compare import Comparison, compare, verdict
 from fqa_analysis.core.experiments import experiment_candidates
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
-from fqa_analysis.core.report import change_text, interval, signed_text
+from fqa_analysis.core.report import change_text, interval, p_text, signed_text
 from fqa_analysis.core.reranking import score_outcomes
 from fqa_analysis.core.results import comparable_config, load_candidates, load_stage, load_table
 from fqa_analysis.data import FEEDBACK_DOMAINS
@@ -49,9 +49,11 @@ __all__ = [
     "factor_folders",
     "factor_setting",
     "factor_table",
+    "factor_view",
     "feedback_curve",
     "paired_sd",
     "power_projection",
+    "why_answer",
     "why_we_differ",
 ]
 
@@ -83,11 +85,11 @@ def factor_folders(results: Path) -> dict[str, Path]:
     return {
         p.name: p
         for p in sorted(root.iterdir())
-        if (p / "manifest.json").is_file() and "rerank" in load_stage_or_empty(p)
+        if (p / "manifest.json").is_file() and "rerank" in _rerank_entry_or_empty(p)
     }
 
 
-def load_stage_or_empty(folder: Path) -> dict[str, Any]:
+def _rerank_entry_or_empty(folder: Path) -> dict[str, Any]:
     """``{"rerank": entry}`` when ``folder``'s manifest has a rerank entry, else ``{}``."""
     try:
         return {"rerank": load_stage(folder, "rerank")}
@@ -110,6 +112,16 @@ def factor_setting(book: dict[str, Any], factor: dict[str, Any]) -> dict[str, An
     return {k: theirs.get(k) for k in sorted(set(ours) | set(theirs)) if ours.get(k) != theirs.get(k)}
 
 
+def _commits(entries: Iterable[dict[str, Any]]) -> str:
+    """The distinct commits of stage entries and their runs, comma-separated, in first-seen order."""
+    seen: dict[str, None] = {}
+    for entry in entries:
+        for commit in [entry.get("git_commit"), *entry.get("run_commits", {}).values()]:
+            if commit:
+                seen[commit] = None
+    return ",".join(seen)
+
+
 def _setting_label(changed: dict[str, Any]) -> str:
     """A changed setting in a reader's words ('2 layers', '256 tokens'); the key otherwise."""
     words = {"model.encoder_layers": "{} of 6 layers", "model.max_len": "{} tokens"}
@@ -117,10 +129,13 @@ def _setting_label(changed: dict[str, Any]) -> str:
     return ", ".join(parts) or "the book's configuration"
 
 
-def _seed0_outcomes(candidates: pd.DataFrame, rqa: str, variants: Sequence[str]) -> pd.DataFrame:
-    """Each question's pick (paper's score) by ``rqa`` alone and by ``variants`` (seed 0).
+def _seed0_outcomes(
+    candidates: pd.DataFrame, rqa: str, variants: Sequence[str], weight: float | None = None
+) -> pd.DataFrame:
+    """Each question's pick by ``rqa`` alone and by ``variants`` (seed 0), feedback domains only.
 
-    Feedback domains only: the rerankers rescore those.
+    ``weight`` as in :func:`~fqa_analysis.core.scoring.combined_score`: None is the paper's sum,
+    1 the reranker alone.
     """
     rows = candidates[
         (candidates["rqa"] == rqa)
@@ -128,7 +143,7 @@ def _seed0_outcomes(candidates: pd.DataFrame, rqa: str, variants: Sequence[str])
         & (candidates["reranker"].isin(["none", *variants]))
         & (candidates["seed"] == 0)
     ]
-    return score_outcomes(rows)
+    return score_outcomes(rows, weight=weight)
 
 
 def paired_sd(outcomes: pd.DataFrame, system: str, baseline: str) -> float:
@@ -151,7 +166,8 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
 
     Per setting (one row each; the book's configuration first): ``changed`` (the configuration keys
     it changes, comma-separated; empty for the book's), accuracy of the RQA alone, of each
-    variant reranking it, the relevance model's held-out KL at model selection, and two paired
+    variant reranking it, of ``combined`` alone (``combined_alone``: argmax P(Excellent) among the
+    top 5), the relevance model's held-out KL at model selection, and two paired
     comparisons, Holm over the whole table (every setting x both): ``combined`` vs the RQA alone
     (the best gain) and ``combined`` vs ``vanilla`` (the feedback's own contribution, the paper's
     +1.99). Seed 0 on both sides.
@@ -168,7 +184,8 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
         settings[_setting_label(changed) if changed else name] = (folder, entry, ",".join(changed))
     parts, rows = [], []
     for label, (folder, entry, changed_keys) in settings.items():
-        outcomes = _seed0_outcomes(load_candidates(folder), rqa, FACTOR_VARIANTS)
+        candidates = load_candidates(folder)
+        outcomes = _seed0_outcomes(candidates, rqa, FACTOR_VARIANTS)
         present = set(outcomes["reranker"])
         if not set(FACTOR_VARIANTS) <= present:
             continue  # a run still in progress: shown once all three models are in
@@ -182,6 +199,10 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
                 "relevance_kl": relevance.get("best_select_kl"),
                 "rqa_alone": accuracy["none"],
                 **{v: accuracy[v] for v in FACTOR_VARIANTS},
+                # the reranker alone: argmax P(Excellent) among the RQA's top 5
+                "combined_alone": _seed0_outcomes(candidates, rqa, ["combined"], weight=1.0)
+                .query("reranker == 'combined'")["correct"]
+                .mean(),
                 "contribution_sd": paired_sd(outcomes, "combined", "vanilla"),
             }
         )
@@ -193,6 +214,7 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
         within=["setting"],
         describe=f"combined vs the RQA alone and vs vanilla, per setting, on {rqa}",
         seeds=None,
+        commit=_commits(entry for _, entry, _ in settings.values()),
     )
     stats = comparison.table.reset_index()
     for baseline, prefix in (("none", "gain"), ("vanilla", "contribution")):
@@ -231,6 +253,7 @@ def feedback_curve(results: Path) -> tuple[pd.DataFrame, Comparison]:
         baseline="vanilla",
         describe=f"each share of the feedback vs the relevance model alone, on {rqa}",
         seeds=None,
+        commit=_commits([load_stage(results, "rerank"), stage]),
     )
     pairs = {
         name.split("/")[1]: record["fit_pairs"]
@@ -421,6 +444,7 @@ def why_we_differ(results: Path, rqa: str = "hybrid") -> WhyWeDiffer:
         system="reranker",
         pairs=[("feedback_kl", "feedback_kl_scratch")],
         describe=f"feedback_kl from the relevance model vs from MiniLM, on {rqa}",
+        commit=_commits([load_stage(results, "rerank")]),
     )
     every = _outcomes(candidates, sorted(set(candidates["rqa"])), ["combined"])
     seed_mean = every.groupby(["rqa", "reranker", "domain", "split", "question_id"])["correct"].mean()
@@ -527,3 +551,66 @@ def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
         ("RQA system", "BERT poly-encoder, fine-tuned", f"{w.rqa} and three others", rqa),
     ]
     return pd.DataFrame(rows, columns=["difference", "paper", "here", "what varying it did"])
+
+
+def why_answer(w: WhyWeDiffer) -> str:
+    """The section's answer in one sentence, from the measurements (markdown).
+
+    Every varied setting counts: each factor run and each point of the learning curve. "Comes near"
+    means its 95% CI reaches the paper's contribution.
+    """
+    book: dict[str, Any] = {str(k): v for k, v in w.factors.loc["the book's configuration"].items()}
+    varied = [
+        (str(k), float(r["contribution_delta"]), float(r["contribution_delta_ci_high"]))
+        for k, r in w.factors.iterrows()
+        if r["changed"]
+    ]
+    varied += [
+        (f"{int(r['pairs']):,} rated pairs", float(r["delta"]), float(r["delta_ci_high"]))
+        for _, r in w.curve.iterrows()
+    ]
+    p = w.projection
+    near = [v for v in varied if 100 * v[2] >= p.target]
+    label, delta, _ = max(near or varied, key=lambda v: v[1])
+    low, high = 100 * book["contribution_delta_ci_low"], 100 * book["contribution_delta_ci_high"]
+    verdict_text = (
+        f"{len(near)} setting(s) varied here reach it within their 95% CI (the largest: "
+        if near
+        else "no setting varied here reaches it, even at its 95% CI's upper end (the largest: "
+    )
+    return (
+        f"**The feedback's own contribution is {signed_text(100 * book['contribution_delta'])} points "
+        f"here (95% CI {interval(low, high)}) against the paper's {signed_text(p.target)}, a contribution "
+        f"our {w.questions:,} test questions would detect with power {p.power_at_target:.3f}; "
+        + verdict_text
+        + f"{signed_text(100 * delta)} with {label}).**"
+    )
+
+
+def factor_view(w: WhyWeDiffer) -> pd.DataFrame:
+    """:attr:`WhyWeDiffer.factors` for the page: one column per setting, one row per measure.
+
+    Accuracies in %, each comparison as Δ [unadjusted 95% CI] in points and its Holm p. Settings as
+    columns keep the table narrow: a few settings, nine measures.
+    """
+    t = w.factors
+
+    def change(prefix: str) -> list[str]:
+        return [
+            f"{signed_text(100 * r[f'{prefix}_delta'])} "
+            + interval(100 * r[f"{prefix}_delta_ci_low"], 100 * r[f"{prefix}_delta_ci_high"])
+            for _, r in t.iterrows()
+        ]
+
+    rows = {
+        "relevance model's held-out KL (nats)": [f"{v:.3f}" for v in t["relevance_kl"]],
+        f"{w.rqa} alone (%)": [f"{100 * v:.1f}" for v in t["rqa_alone"]],
+        **{f"+ {v} (%)": [f"{100 * x:.1f}" for x in t[v]] for v in FACTOR_VARIANTS},
+        "combined alone (%)": [f"{100 * v:.1f}" for v in t["combined_alone"]],
+        "contribution: combined - vanilla (points)": change("contribution"),
+        "its Holm p": [p_text(v) for v in t["contribution_p_holm"]],
+        f"gain: combined - {w.rqa} alone (points)": change("gain"),
+        "its Holm p ": [p_text(v) for v in t["gain_p_holm"]],
+    }
+    view = pd.DataFrame(rows, index=t.index).T
+    return view.rename_axis(index="measure (seed 0)", columns="setting")

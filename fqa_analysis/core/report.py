@@ -24,6 +24,7 @@ __all__ = [
     "holm_p_text",
     "interval",
     "markdown_records",
+    "markdown_table",
     "mean_sd_table",
     "p_text",
     "paper_shape_table",
@@ -472,6 +473,29 @@ def markdown_records(frame: pd.DataFrame, lead: str, fields: Sequence[str]) -> s
     for row in frame.to_dict("records"):
         rest = "; ".join(f"{name}: {row[name]}" for name in fields)
         lines.append(f"- **{row[lead]}** {rest}")
+    return "\n".join(lines)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    r"""A table of prose as a Markdown pipe table, so long cells wrap instead of widening the page.
+
+    The index becomes the first column (under its name); a ``|`` inside a cell is escaped.
+
+    Example:
+        >>> f = pd.DataFrame({"here": ["128 tokens"], "paper": ["a | b"]}, index=pd.Index(["in"], name="w"))
+        >>> print(markdown_table(f))
+        | w | here | paper |
+        |---|---|---|
+        | in | 128 tokens | a \| b |
+    """
+
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    header = [frame.index.name or "", *map(str, frame.columns)]
+    lines = ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
+    for label, row in frame.iterrows():
+        lines.append("| " + " | ".join(cell(v) for v in [label, *row.tolist()]) + " |")
     return "\n".join(lines)
 
 
