@@ -154,6 +154,30 @@ def test_dirty_check_ignores_the_results_folder(tmp_path: Path, monkeypatch: pyt
     assert _git_commit().endswith("+dirty")
 
 
+def test_a_run_records_the_commit_it_started_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fqa_analysis.stages import manifest
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    first = git("rev-parse", "HEAD")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(manifest, "_PINNED", {})
+    assert manifest.pin_commit() == first
+    # work goes on while the run trains: a new commit and an uncommitted change
+    (tmp_path / "code.py").write_text("x = 2\n")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "second")
+    (tmp_path / "code.py").write_text("x = 3\n")
+    assert manifest.provenance({}, "v")["git_commit"] == first
+    monkeypatch.setattr(manifest, "_PINNED", {})  # unpinned: the tree as it is now
+    assert manifest.provenance({}, "v")["git_commit"] == git("rev-parse", "HEAD") + "+dirty"
+
+
 def test_recipe_loader_names_a_missing_column(tmp_path: Path) -> None:
     from fqa_analysis.core.results import load_relevance_recipes
     from fqa_analysis.errors import DataError

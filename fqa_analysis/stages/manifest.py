@@ -25,6 +25,7 @@ __all__ = [
     "kept_run_timings",
     "manifest_entry",
     "model_training_compute",
+    "pin_commit",
     "provenance",
     "update_manifest",
 ]
@@ -153,7 +154,27 @@ def _versions() -> dict[str, str]:
     return out
 
 
+#: The commit a command started from (:func:`pin_commit`), once it is read.
+_PINNED: dict[str, str] = {}
+
+
+def pin_commit() -> str:
+    """Read the code's commit now, and record it for every stage this process finishes later.
+
+    A stage reads the commit when it writes its manifest entry, hours after the process imported
+    its code; a commit made in the meantime (work goes on while a long run trains) would then be
+    recorded as the code of that run. ``fqa run`` pins the commit when it starts instead.
+    """
+    _PINNED["commit"] = _read_git_commit()
+    return _PINNED["commit"]
+
+
 def _git_commit() -> str:
+    """The pinned commit (:func:`pin_commit`), else the commit and dirty state of the tree now."""
+    return _PINNED.get("commit") or _read_git_commit()
+
+
+def _read_git_commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
         # The results folder itself is left out: a stage rewrites it while it runs, and results/
