@@ -237,3 +237,23 @@ def test_the_factor_view_shows_percent_and_each_comparison_with_its_interval() -
     assert (book["its Holm p"], book["its Holm p "]) == ("0.85", "0.00040")
     assert book["relevance model's held-out KL (nats)"] == "0.358"
     assert view.columns.name == "setting" and view.index.name == "measure (seed 0)"
+
+
+def test_contribution_points_list_the_factor_table_then_the_curve_in_points() -> None:
+    from fqa_analysis.core.differences import contribution_points
+
+    w = _measured()
+    w.curve["delta_ci_low"] = [-0.004, 0.001, 0.0]  # type: ignore[attr-defined]
+    w.curve["p_holm"] = [1.0, 0.2, 0.03]  # type: ignore[attr-defined]
+    points = contribution_points(w)  # type: ignore[arg-type]
+    assert list(points["label"]) == [
+        "book's configuration",
+        "2 of 6 layers",
+        "100 rated pairs",
+        "200 rated pairs",
+        "400 rated pairs",
+    ]
+    assert list(points["family"]) == ["combined - vanilla"] * 2 + ["feedback_kl - vanilla"] * 3
+    assert points["delta"].tolist() == pytest.approx([-0.1, 0.4, 0.0, 0.5, 1.0])
+    assert points.loc[1, ["ci_low", "ci_high"]].tolist() == pytest.approx([-0.6, 1.4])
+    assert points["significant"].tolist() == [False, False, False, False, True]

@@ -91,3 +91,37 @@ def test_grouped_points_put_each_system_at_its_offset_with_its_ci() -> None:
     assert np.allclose(bars[1].get_segments()[0], [[0.3, 1.5], [0.3, 3.0]])
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["x", "y"]
     plt.close("all")
+
+
+def test_a_forest_puts_the_first_row_on_top_fills_the_significant_and_marks_the_reference() -> None:
+    from fqa_analysis.core.plots import plot_forest, system_color
+
+    points = pd.DataFrame(
+        {
+            "label": ["book", "150 pairs", "1,500 pairs"],
+            "family": ["combined - vanilla", "feedback_kl - vanilla", "feedback_kl - vanilla"],
+            "delta": [-0.1, 0.5, 1.5],
+            "ci_low": [-0.9, -0.2, 1.0],
+            "ci_high": [0.7, 1.2, 2.0],
+            "significant": [False, False, True],
+        }
+    )
+    ax = plot_forest(points, 1.99, "paper")
+    marks = [line for line in ax.lines if line.get_marker() == "o"]
+    assert [m.get_xydata()[0].tolist() for m in marks] == [[-0.1, 2.0], [0.5, 1.0], [1.5, 0.0]]
+    # hollow where Holm does not reject, filled where it does; each family in its system's colour
+    assert [m.get_markerfacecolor() for m in marks][:2] == ["white", "white"]
+    assert matplotlib.colors.same_color(marks[2].get_markerfacecolor(), system_color("feedback_kl"))
+    assert matplotlib.colors.same_color(marks[0].get_color(), system_color("combined"))
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["book", "150 pairs", "1,500 pairs"]
+    # the reference (dashed), 0 (grey) and one separator between the two families
+    vertical = sorted(
+        line.get_xdata()[0]
+        for line in ax.lines
+        if line.get_linestyle() in ("--", "-") and len(set(line.get_xdata())) == 1
+    )
+    assert vertical == [0.0, 1.99]
+    # axhline draws from x = 0 to 1 in axes coordinates
+    separators = [line.get_ydata()[0] for line in ax.lines if list(line.get_xdata()) == [0, 1]]
+    assert separators == [1.5]
+    plt.close("all")

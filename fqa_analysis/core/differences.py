@@ -30,7 +30,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from fqa_analysis.core.candidates import CANDIDATE_COLUMNS
-from fqa_analysis.core.compare import Comparison, compare, verdict
+from fqa_analysis.core.compare import Comparison, compare, estimate, verdict
 from fqa_analysis.core.experiments import experiment_candidates
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.report import change_text, interval, p_text, signed_text
@@ -45,6 +45,7 @@ __all__ = [
     "PAPER_CONTRIBUTION",
     "Projection",
     "WhyWeDiffer",
+    "contribution_points",
     "difference_rows",
     "factor_folders",
     "factor_setting",
@@ -146,6 +147,17 @@ def _seed0_outcomes(
     return score_outcomes(rows, weight=weight)
 
 
+def _alone(candidates: pd.DataFrame, rqa: str) -> dict[str, float]:
+    """``combined`` alone on ``rqa``'s top 5 (argmax P(Excellent), seed 0): accuracy and its 95% CI."""
+    outcomes = _seed0_outcomes(candidates, rqa, ["combined"], weight=1.0)
+    row = estimate(outcomes[outcomes["reranker"] == "combined"], seeds=None).iloc[0]
+    return {
+        "combined_alone": float(row["mean"]),
+        "combined_alone_ci_low": float(row["ci_low"]),
+        "combined_alone_ci_high": float(row["ci_high"]),
+    }
+
+
 def paired_sd(outcomes: pd.DataFrame, system: str, baseline: str) -> float:
     """Per-question standard deviation of ``system``'s minus ``baseline``'s outcome (one seed each).
 
@@ -167,7 +179,7 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
     Per setting (one row each; the book's configuration first): ``changed`` (the configuration keys
     it changes, comma-separated; empty for the book's), accuracy of the RQA alone, of each
     variant reranking it, of ``combined`` alone (``combined_alone``: argmax P(Excellent) among the
-    top 5), the relevance model's held-out KL at model selection, and two paired
+    top 5, with its bootstrap CI), the relevance model's held-out KL at model selection, and two paired
     comparisons, Holm over the whole table (every setting x both): ``combined`` vs the RQA alone
     (the best gain) and ``combined`` vs ``vanilla`` (the feedback's own contribution, the paper's
     +1.99). Seed 0 on both sides.
@@ -199,10 +211,7 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
                 "relevance_kl": relevance.get("best_select_kl"),
                 "rqa_alone": accuracy["none"],
                 **{v: accuracy[v] for v in FACTOR_VARIANTS},
-                # the reranker alone: argmax P(Excellent) among the RQA's top 5
-                "combined_alone": _seed0_outcomes(candidates, rqa, ["combined"], weight=1.0)
-                .query("reranker == 'combined'")["correct"]
-                .mean(),
+                **_alone(candidates, rqa),
                 "contribution_sd": paired_sd(outcomes, "combined", "vanilla"),
             }
         )
@@ -614,3 +623,36 @@ def factor_view(w: WhyWeDiffer) -> pd.DataFrame:
     }
     view = pd.DataFrame(rows, index=t.index).T
     return view.rename_axis(index="measure (seed 0)", columns="setting")
+
+
+def contribution_points(w: WhyWeDiffer) -> pd.DataFrame:
+    """Every measured contribution of the feedback, one row each, for a forest plot (points).
+
+    Rows: the book's configuration and each factor run (``combined`` minus ``vanilla``, Holm over
+    the factor table), then each share of the learning curve (``feedback_kl`` on that share minus
+    ``vanilla``, Holm over the shares). Columns ``label``, ``family``, ``delta``, ``ci_low``,
+    ``ci_high`` (points), ``significant`` (Holm p < 0.05).
+    """
+    factor_rows = [
+        {
+            "label": "book's configuration" if not r["changed"] else str(k),
+            "family": "combined - vanilla",
+            "delta": 100 * r["contribution_delta"],
+            "ci_low": 100 * r["contribution_delta_ci_low"],
+            "ci_high": 100 * r["contribution_delta_ci_high"],
+            "significant": bool(r["contribution_p_holm"] < 0.05),
+        }
+        for k, r in w.factors.iterrows()
+    ]
+    curve_rows = [
+        {
+            "label": f"{int(r['pairs']):,} rated pairs",
+            "family": "feedback_kl - vanilla",
+            "delta": 100 * r["delta"],
+            "ci_low": 100 * r["delta_ci_low"],
+            "ci_high": 100 * r["delta_ci_high"],
+            "significant": bool(r["p_holm"] < 0.05),
+        }
+        for _, r in w.curve.iterrows()
+    ]
+    return pd.DataFrame(factor_rows + curve_rows)

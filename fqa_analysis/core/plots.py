@@ -467,3 +467,57 @@ def plot_gains(
         ax.tick_params(labelsize=10)
         ax.set_yticks(list(y.values()), list(y.keys()))
     return axes
+
+
+def plot_forest(
+    points: pd.DataFrame, reference: float | None = None, reference_label: str = "", ax: Axes | None = None
+) -> Axes:
+    """Paired differences with their CIs, one row each (first on top): filled where significant.
+
+    Args:
+        points: ``label``, ``delta``, ``ci_low``, ``ci_high`` (one unit), ``significant`` (bool,
+            after the multiple-testing correction the caption names), and optionally ``family``:
+            rows of one family share the colour of its first word (a system name), and families are
+            separated by a thin line.
+        reference: A value to mark with a dashed line (e.g. the paper's).
+        reference_label: Its label, written at the top of the line.
+        ax: Axes to draw on (a new one sized to the rows when None).
+
+    Returns:
+        The Axes.
+    """
+    ax = _axes(ax, (7.5, 0.38 * len(points) + 1.2))
+    y = np.arange(len(points))[::-1]
+    for (_, r), row_y in zip(points.iterrows(), y, strict=True):
+        # a family "combined - vanilla" in the colour of the system it measures
+        colour = system_color(str(r.get("family", "")).split(" ")[0])
+        ax.errorbar(
+            r["delta"],
+            row_y,
+            xerr=[[r["delta"] - r["ci_low"]], [r["ci_high"] - r["delta"]]],
+            fmt="o",
+            color=colour,
+            mfc=colour if r["significant"] else "white",
+            capsize=3,
+        )
+    if "family" in points:
+        changes = [
+            i for i in range(1, len(points)) if points["family"].iloc[i] != points["family"].iloc[i - 1]
+        ]
+        for i in changes:
+            ax.axhline(y[i] + 0.5, color="lightgrey", linewidth=0.8)
+    ax.axvline(0.0, color="grey", linewidth=0.8)
+    if reference is not None:
+        ax.axvline(reference, color="black", linestyle="--", linewidth=0.9)
+        ax.annotate(
+            reference_label,
+            (reference, 1.0),
+            xycoords=("data", "axes fraction"),
+            ha="right",
+            va="bottom",
+            fontsize=9,
+        )
+    ax.set_yticks(y, [str(v) for v in points["label"]])
+    ax.tick_params(labelsize=10)
+    ax.margins(y=0.08)
+    return ax
