@@ -26,6 +26,7 @@ __all__ = [
     "mark_group_levels",
     "plot_agreement",
     "plot_explanation_lengths",
+    "plot_forest",
     "plot_gains",
     "plot_grouped_bars",
     "plot_grouped_points",
