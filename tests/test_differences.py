@@ -11,11 +11,11 @@ import pytest
 
 from fqa_analysis.core.differences import (
     PAPER_CONTRIBUTION,
-    factor_folders,
     factor_setting,
     factor_table,
     power_projection,
 )
+from fqa_analysis.core.results import factor_folders
 
 # Four WHO questions, two candidates each: (p_rqa of the gold, p_rqa of the other, gold's rank).
 # The RQA alone is right on q1 and q2 (its gold ranks first there).

@@ -4,10 +4,10 @@ The findings behind the reranking chapter's section of that name. The paper's fe
 points on top of its QA-only reranker (CombinedReranker 67.97 minus VanillaReranker 65.98, BERT
 RQA); ours adds less. This module measures what each varied difference does to that quantity:
 
-* **Factor runs** (:func:`factor_folders`, :func:`factor_table`): a folder ``results/factors/<name>/``
-  per run of the rerank stage under one changed setting (``--layers 2``, ``--max-len 256``, ...;
-  ``tools/factor_folder.py`` starts it), holding ``vanilla``, ``feedback_kl`` and ``combined`` (seed 0)
-  on the RQA systems it rescored. The setting is read from the manifests (what differs from the
+* **Factor runs** (:func:`factor_table`; :func:`~fqa_analysis.core.results.factor_folders` finds
+  them): a folder ``results/factors/<name>/`` per run of the rerank stage under one changed
+  setting (``--layers 2``, ``--max-len 256``, ...; ``tools/factor_folder.py`` starts it), holding
+  ``vanilla``, ``feedback_kl`` and ``combined`` (seed 0) on the RQA systems it rescored. The setting is read from the manifests (what differs from the
   book's rerank configuration), never typed.
 * **The amount of feedback** (:func:`feedback_curve`, :func:`power_projection`): the beyond stage's
   learning curve against the relevance model, and a projection, labelled as one, of how much
@@ -35,19 +35,22 @@ from fqa_analysis.core.experiments import experiment_candidates
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.report import change_text, interval, p_text, signed_text
 from fqa_analysis.core.reranking import score_outcomes
-from fqa_analysis.core.results import comparable_config, load_candidates, load_stage, load_table
+from fqa_analysis.core.results import (
+    comparable_config,
+    factor_folders,
+    load_candidates,
+    load_stage,
+    load_table,
+)
 from fqa_analysis.data import FEEDBACK_DOMAINS
-from fqa_analysis.errors import DataError
 
 __all__ = [
-    "FACTOR_FOLDER",
     "FACTOR_VARIANTS",
     "PAPER_CONTRIBUTION",
     "Projection",
     "WhyWeDiffer",
     "contribution_points",
     "difference_rows",
-    "factor_folders",
     "factor_setting",
     "factor_table",
     "factor_view",
@@ -57,9 +60,6 @@ __all__ = [
     "why_answer",
     "why_we_differ",
 ]
-
-#: Subfolder of a results folder that holds one folder per factor run.
-FACTOR_FOLDER = "factors"
 
 #: What a factor run trains: the relevance model, the feedback alone and the two together.
 FACTOR_VARIANTS: tuple[str, ...] = ("vanilla", "feedback_kl", "combined")
@@ -71,31 +71,6 @@ PAPER_CONTRIBUTION: float = round(
 
 #: Settings of a rerank configuration that say which runs ran, not how a model was trained.
 _RUN_FIELDS: tuple[str, ...] = ("variants", "seeds", "score_rqa")
-
-
-def factor_folders(results: Path) -> dict[str, Path]:
-    """The factor runs' folders under ``results/factors/``, by name, sorted; those with a rerank entry.
-
-    Example:
-        >>> factor_folders(Path("/nonexistent"))
-        {}
-    """
-    root = results / FACTOR_FOLDER
-    if not root.is_dir():
-        return {}
-    return {
-        p.name: p
-        for p in sorted(root.iterdir())
-        if (p / "manifest.json").is_file() and "rerank" in _rerank_entry_or_empty(p)
-    }
-
-
-def _rerank_entry_or_empty(folder: Path) -> dict[str, Any]:
-    """``{"rerank": entry}`` when ``folder``'s manifest has a rerank entry, else ``{}``."""
-    try:
-        return {"rerank": load_stage(folder, "rerank")}
-    except DataError:  # a folder whose run has not written its manifest yet
-        return {}
 
 
 def factor_setting(book: dict[str, Any], factor: dict[str, Any]) -> dict[str, Any]:

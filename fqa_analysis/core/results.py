@@ -23,6 +23,7 @@ from fqa_analysis.errors import DataError, DataProblem
 
 __all__ = [
     "AUDIT_FOLDER",
+    "FACTOR_FOLDER",
     "LATER_SETTINGS",
     "RECIPE_SETTINGS",
     "RERANK_RUN_FIELDS",
@@ -33,6 +34,7 @@ __all__ = [
     "complete_groups",
     "counted_seconds",
     "dirty_commits",
+    "factor_folders",
     "has_audit",
     "has_table",
     "lever_step_name",
@@ -415,6 +417,31 @@ def load_stage(results_dir: Path, stage: str) -> dict[str, Any]:
         )
     entry: dict[str, Any] = stages[stage]
     return entry
+
+
+#: Subfolder of a results folder with one rerank-stage folder per factor run (one setting varied).
+FACTOR_FOLDER = "factors"
+
+
+def factor_folders(results_dir: Path) -> dict[str, Path]:
+    """The factor runs under ``results_dir/factors/``, by folder name (sorted), that hold a rerank entry.
+
+    A folder whose run has not written its manifest yet (only the RQA rows it was started with,
+    ``tools/factor_folder.py``) is left out.
+
+    Example:
+        >>> factor_folders(Path("/nonexistent"))
+        {}
+    """
+    root = results_dir / FACTOR_FOLDER
+    if not root.is_dir():
+        return {}
+    found = {}
+    for folder in sorted(root.iterdir()):
+        manifest = folder / "manifest.json"
+        if manifest.is_file() and "rerank" in load_manifest(folder).get("stages", {}):
+            found[folder.name] = folder
+    return found
 
 
 def missing_column_note(column: str, folder: Path, reference: Path | None) -> str | None:
