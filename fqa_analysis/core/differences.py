@@ -7,8 +7,9 @@ RQA); ours adds less. This module measures what each varied difference does to t
 * **Factor runs** (:func:`factor_table`; :func:`~fqa_analysis.core.results.factor_folders` finds
   them): a folder ``results/factors/<name>/`` per run of the rerank stage under one changed
   setting (``--layers 2``, ``--max-len 256``, ...; ``tools/factor_folder.py`` starts it), holding
-  ``vanilla``, ``feedback_kl`` and ``combined`` (seed 0) on the RQA systems it rescored. The setting is read from the manifests (what differs from the
-  book's rerank configuration), never typed.
+  ``vanilla``, ``feedback_kl`` and ``combined`` (seed 0) on the RQA systems it rescored. The
+  setting is read from the manifests (what differs from the book's rerank configuration), never
+  typed.
 * **The amount of feedback** (:func:`feedback_curve`, :func:`power_projection`): the beyond stage's
   learning curve against the relevance model, and a projection, labelled as one, of how much
   feedback the paper's +1.99 would take.
