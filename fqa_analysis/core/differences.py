@@ -538,8 +538,8 @@ def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["difference", "paper", "here", "what varying it did"])
 
 
-def why_answer(w: WhyWeDiffer) -> str:
-    """The section's answer in one sentence, from the measurements (markdown).
+def why_answer(w: WhyWeDiffer, bold: bool = True) -> str:
+    """The section's answer in one sentence, from the measurements (markdown; bold unless ``bold`` is False).
 
     Every varied setting counts: each factor run and each point of the learning curve. "Comes near"
     means its 95% CI reaches the paper's contribution.
@@ -563,12 +563,13 @@ def why_answer(w: WhyWeDiffer) -> str:
         if near
         else "no setting varied here reaches it, even at its 95% CI's upper end (the largest: "
     )
+    mark = "**" if bold else ""
     return (
-        f"**The feedback's own contribution is {signed_text(100 * book['contribution_delta'])} points "
+        f"{mark}The feedback's own contribution is {signed_text(100 * book['contribution_delta'])} points "
         f"here (95% CI {interval(low, high)}) against the paper's {signed_text(p.target)}, a contribution "
         f"our {w.questions:,} test questions would detect with power {p.power_at_target:.3f}; "
         + verdict_text
-        + f"{signed_text(100 * delta)} with {label}).**"
+        + f"{signed_text(100 * delta)} with {label}).{mark}"
     )
 
 
