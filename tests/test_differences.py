@@ -69,7 +69,11 @@ def _folder(
     )
     frame.to_parquet(root / "candidates.parquet", index=False)
     config = {"model": {"max_len": 128, "encoder_layers": layers}, "seeds": [0], "variants": list(variants)}
-    entry = {"config": config, "histories": {"vanilla/seed0": {"best_select_kl": 0.25 * layers}}}
+    # training time: vanilla's one epoch (its history's wall_s), the others' compute_s, in seconds
+    histories = {"vanilla/seed0": {"best_select_kl": 0.25 * layers, "epochs": [{"wall_s": 600.0 * layers}]}}
+    timings = {f"{v}/seed0/train": {"wall_s": 1.0, "compute_s": 60.0 * layers} for v in variants}
+    timings["vanilla/seed0/train"] = {"wall_s": 600.0 * layers}
+    entry = {"config": config, "histories": histories, "timings": timings}
     (root / "manifest.json").write_text(json.dumps({"stages": {"rerank": entry}}))
     return root
 
@@ -87,6 +91,8 @@ def test_a_factor_run_is_set_beside_the_book_with_its_changed_setting_in_words(t
     assert (book["gain_delta"], book["contribution_delta"]) == (0.5, 0.5)
     assert (small["combined"], small["contribution_delta"], small["gain_delta"]) == (0.5, 0.0, 0.0)
     assert (book["relevance_kl"], small["relevance_kl"]) == (1.5, 0.5)
+    # 600 s per layer for vanilla, 60 s per layer for each of the two others: 6 * 720 s, 2 * 720 s
+    assert (book["train_minutes"], small["train_minutes"]) == (72.0, 24.0)
     # combined - vanilla per question: book 0, 1, 0, 1 -> sd of (0, 1, 0, 1) = sqrt(1/3)
     assert book["contribution_sd"] == pytest.approx(np.sqrt(1 / 3))
     assert comparison.family_size == 4  # two comparisons per setting, Holm over the table
@@ -153,6 +159,7 @@ def _measured() -> object:
             "gain_delta_ci_low": combined - 0.6556,
             "gain_delta_ci_high": combined - 0.6356,
             "gain_p_holm": 0.0004,
+            "train_minutes": 73.4,
         }
 
     factors = pd.DataFrame(
@@ -191,7 +198,7 @@ def test_the_table_words_each_difference_from_its_measurement() -> None:
         "2 of 6 layers: the feedback's contribution +0.40 points [-0.60, +1.40], combined + hybrid 60.0% "
         "(seed 0)"
     )
-    assert table["input length"] == "not varied in this results folder"
+    assert table["input length"].startswith("not varied in these results: a run of its own trains")
     # 0.5 points per doubling, se 0.2 / sqrt(2) (weights 25, spread of log2 pairs 2): CI +-0.277
     assert "0.00 at 100, +0.50 at 200, +1.00 at 400" in table["training feedback"]
     assert "+0.50 points per doubling, 95% CI [+0.22, +0.78]" in table["training feedback"]
@@ -236,6 +243,7 @@ def test_the_factor_view_shows_percent_and_each_comparison_with_its_interval() -
     assert book["contribution: combined - vanilla (points)"] == "-0.10 [-1.10, +0.90]"
     assert (book["its Holm p"], book["its Holm p "]) == ("0.85", "0.00040")
     assert book["relevance model's held-out KL (nats)"] == "0.358"
+    assert book["training the three models (min)"] == "73"
     assert view.columns.name == "setting" and view.index.name == "measure (seed 0)"
 
 

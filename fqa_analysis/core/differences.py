@@ -37,7 +37,9 @@ from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.report import change_text, interval, p_text, signed_text
 from fqa_analysis.core.reranking import score_outcomes
 from fqa_analysis.core.results import (
+    RERANK_RUN_FIELDS,
     comparable_config,
+    counted_seconds,
     factor_folders,
     load_candidates,
     load_stage,
@@ -70,9 +72,6 @@ PAPER_CONTRIBUTION: float = round(
     PAPER_OVERALL_ACCURACY["combined_reranker"] - PAPER_OVERALL_ACCURACY["vanilla_reranker"], 2
 )
 
-#: Settings of a rerank configuration that say which runs ran, not how a model was trained.
-_RUN_FIELDS: tuple[str, ...] = ("variants", "seeds", "score_rqa")
-
 
 def factor_setting(book: dict[str, Any], factor: dict[str, Any]) -> dict[str, Any]:
     """What a factor run's rerank configuration changes from the book's: ``dotted.key -> value``.
@@ -85,7 +84,7 @@ def factor_setting(book: dict[str, Any], factor: dict[str, Any]) -> dict[str, An
         >>> factor_setting(book, {"model": {"max_len": 256, "lr": 5e-05}, "seeds": [0]})
         {'model.max_len': 256}
     """
-    ours, theirs = comparable_config(book, _RUN_FIELDS), comparable_config(factor, _RUN_FIELDS)
+    ours, theirs = comparable_config(book, RERANK_RUN_FIELDS), comparable_config(factor, RERANK_RUN_FIELDS)
     return {k: theirs.get(k) for k in sorted(set(ours) | set(theirs)) if ours.get(k) != theirs.get(k)}
 
 
@@ -155,7 +154,8 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
     Per setting (one row each; the book's configuration first): ``changed`` (the configuration keys
     it changes, comma-separated; empty for the book's), accuracy of the RQA alone, of each
     variant reranking it, of ``combined`` alone (``combined_alone``: argmax P(Excellent) among the
-    top 5, with its bootstrap CI), the relevance model's held-out KL at model selection, and two paired
+    top 5, with its bootstrap CI), ``train_minutes`` (the three models' training, float32 as
+    recorded), the relevance model's held-out KL at model selection, and two paired
     comparisons, Holm over the whole table (every setting x both): ``combined`` vs the RQA alone
     (the best gain) and ``combined`` vs ``vanilla`` (the feedback's own contribution, the paper's
     +1.99). Seed 0 on both sides.
@@ -179,7 +179,8 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
             continue  # a run still in progress: shown once all three models are in
         parts.append(outcomes.assign(setting=label))
         accuracy = outcomes.groupby("reranker")["correct"].mean()
-        relevance = entry["histories"].get(f"vanilla/seed{0}", {})
+        relevance = entry["histories"].get("vanilla/seed0", {})
+        counted = counted_seconds(entry)
         rows.append(
             {
                 "setting": label,
@@ -189,6 +190,8 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
                 **{v: accuracy[v] for v in FACTOR_VARIANTS},
                 **_alone(candidates, rqa),
                 "contribution_sd": paired_sd(outcomes, "combined", "vanilla"),
+                # what training the three models cost (scoring differs: the book scores four RQA systems)
+                "train_minutes": sum(counted.get(f"{v}/seed0/train", 0.0) for v in FACTOR_VARIANTS) / 60,
             }
         )
     table = pd.DataFrame(rows).set_index("setting")
@@ -500,7 +503,10 @@ def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
     rqa = "combined's gain over each RQA system alone (seeds averaged): " + ", ".join(
         f"{signed_text(100 * g)} on {name}" for name, g in gains.items()
     )
-    not_varied = "not varied in this results folder"
+    # why a difference is not varied: each factor run trains the relevance model and two rerankers anew
+    not_varied = (
+        "not varied in these results: a run of its own trains the relevance model and two rerankers anew"
+    )
     rows = [
         (
             "the reranker's model",
@@ -525,7 +531,8 @@ def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
             "negatives of the QA-only model",
             "not known to us",
             "three of zero-shot MiniLM's ten best non-gold passages per QA-train question",
-            _factor_effects(w, "negative_source") or not_varied,
+            _factor_effects(w, "negative_source")
+            or not_varied + " (negatives from the hybrid need its fine-tuned half first)",
         ),
         (
             "where the rerankers start",
@@ -597,6 +604,7 @@ def factor_view(w: WhyWeDiffer) -> pd.DataFrame:
         "its Holm p": [p_text(v) for v in t["contribution_p_holm"]],
         f"gain: combined - {w.rqa} alone (points)": change("gain"),
         "its Holm p ": [p_text(v) for v in t["gain_p_holm"]],
+        "training the three models (min)": [f"{v:.0f}" for v in t["train_minutes"]],
     }
     view = pd.DataFrame(rows, index=t.index).T
     return view.rename_axis(index="measure (seed 0)", columns="setting")
