@@ -231,3 +231,50 @@ def test_a_comparison_saved_as_json_reads_back_equal_and_words_its_verdicts() ->
     verdicts = cmp.verdicts().to_dict()
     assert verdicts["b"] == "better"  # delta +0.5, Holm p at the bootstrap's floor
     assert verdicts["c"].startswith("not told apart (MDE ")  # delta 0
+
+
+def _seeded(spread: int) -> pd.DataFrame:
+    """300 questions; a (one seed) right on half; b's seeds right on the first 165 - spread, 165, 165 + spread."""
+    rows = []
+    for q in range(300):
+        rows.append({"s": "a", "seed": 0, "domain": "D", "split": "test", "question_id": q, "correct": q % 2})
+        for k, right in enumerate([165 - spread, 165, 165 + spread]):
+            rows.append(
+                {
+                    "s": "b",
+                    "seed": k,
+                    "domain": "D",
+                    "split": "test",
+                    "question_id": q,
+                    "correct": int(q < right),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_resampling_seeds_tells_a_difference_apart_only_beyond_the_seeds_spread() -> None:
+    # b beats a by 5 points on the seed mean, whatever the spread between b's seeds
+    tight, loose = _seeded(0), _seeded(60)
+    for outcomes in (tight, loose):
+        plain = compare(outcomes, system="s", baseline="a", n_resamples=2000)
+        assert plain.table["delta"].iloc[0] == pytest.approx(0.05)
+        assert plain.seeds == "mean per question"
+    seeded_tight = compare(tight, system="s", baseline="a", n_resamples=2000, resample_seeds=True)
+    seeded_loose = compare(loose, system="s", baseline="a", n_resamples=2000, resample_seeds=True)
+    # identical seeds: nothing to resample, the same test as the seed mean's
+    assert seeded_tight.table["p_value"].iloc[0] == pytest.approx(
+        compare(tight, system="s", baseline="a", n_resamples=2000).table["p_value"].iloc[0]
+    )
+    # seeds 35%, 55%, 75%: a seed draw moves b by up to 20 points, so +5 is not told apart
+    assert seeded_loose.table["p_value"].iloc[0] > 0.3
+    assert seeded_loose.verdicts().iloc[0].startswith("not told apart")
+    assert seeded_loose.seeds == "resampled (two-level bootstrap)"
+    assert "seeds:resampled (two-level bootstrap)" in seeded_loose.signature()
+
+
+def test_resampling_seeds_needs_every_seed_on_every_question() -> None:
+    outcomes = _seeded(30)
+    with pytest.raises(ValueError, match="every seed needs an outcome on every question"):
+        compare(outcomes.drop(index=outcomes.index[-1]), system="s", baseline="a", resample_seeds=True)
+    with pytest.raises(ValueError, match="resample_seeds needs a seeds column"):
+        compare(outcomes.drop(columns="seed"), system="s", baseline="a", resample_seeds=True)

@@ -165,3 +165,51 @@ def test_paired_bootstrap_p_is_the_shift_method_count_over_its_resamples() -> No
     assert result.delta["sys"] == pytest.approx(observed)
     assert result.p_value["sys"] == pytest.approx((1 + extreme) / 301)
     assert 0 < extreme < 300  # an intermediate p, not the floor nor 1
+
+
+def test_seed_bootstrap_with_one_seed_everywhere_is_the_paired_bootstrap() -> None:
+    from fqa_analysis.core.stats import seed_bootstrap
+
+    rng = np.random.default_rng(3)
+    values = pd.DataFrame({"base": rng.integers(0, 2, 300), "x": rng.integers(0, 2, 300)}).astype(float)
+    strata = ["a"] * 100 + ["b"] * 200
+    one = paired_bootstrap(values, "base", strata, "macro", n_resamples=500, seed=4)
+    two = seed_bootstrap({c: values[c].to_numpy()[None, :] for c in values}, "base", strata, "macro", 500, 4)
+    assert one.to_frame().equals(two.to_frame())  # NaN (the baseline's p) counts as equal here
+
+
+def test_seed_bootstrap_draws_each_systems_seeds_and_widens_the_interval_by_their_spread() -> None:
+    from fqa_analysis.core.stats import seed_bootstrap
+
+    # 200 questions; x's three seeds answer 60%, 50% and 40% of them right, every question alike
+    # within a seed; the baseline (one seed) answers 50%. Seed-averaged, x equals the baseline on
+    # every question's mean except where the seeds split.
+    n = 200
+    base = np.tile([1.0, 0.0], n // 2)[None, :]
+    x = np.vstack(
+        [
+            np.r_[np.ones(120), np.zeros(80)],
+            np.r_[np.ones(100), np.zeros(100)],
+            np.r_[np.ones(80), np.zeros(120)],
+        ]
+    )
+    r = seed_bootstrap({"base": base, "x": x}, "base", n_resamples=4000, seed=0)
+    assert r.delta["x"] == pytest.approx(0.0) and r.mean["x"] == pytest.approx(0.5)
+    # a seed draw alone moves x's mean by up to +-0.1 (all three draws of the 60% or the 40% seed):
+    # the interval must hold such draws, far wider than the questions' spread of a seed average
+    low, high = r.delta_ci["x"]
+    assert low < -0.05 and high > 0.05
+    seed_means = x.mean(axis=1)
+    # by hand: the resampled seed mean is the mean of 3 draws from {0.6, 0.5, 0.4}; its sd is
+    # sd(seeds, ddof=0) / sqrt(3) = 0.0816 / 1.732 = 0.0471; the delta's bootstrap sd holds it
+    d_sd = (high - low) / 3.92
+    assert d_sd > 0.9 * np.std(seed_means) / np.sqrt(3)
+
+
+def test_seed_bootstrap_refuses_systems_on_different_questions() -> None:
+    from fqa_analysis.core.stats import seed_bootstrap
+
+    with pytest.raises(ValueError, match="same questions"):
+        seed_bootstrap({"a": np.zeros((2, 5)), "b": np.zeros((1, 4))}, "a")
+    with pytest.raises(ValueError, match="baseline 'c'"):
+        seed_bootstrap({"a": np.zeros((2, 5))}, "c")

@@ -32,7 +32,15 @@ import pandas as pd
 
 from fqa_analysis import __version__
 from fqa_analysis.core.candidates import QUESTION_KEYS
-from fqa_analysis.core.stats import MDE_ALPHA, Average, bootstrap_means, holm, holm_bound, paired_bootstrap
+from fqa_analysis.core.stats import (
+    MDE_ALPHA,
+    Average,
+    bootstrap_means,
+    holm,
+    holm_bound,
+    paired_bootstrap,
+    seed_bootstrap,
+)
 
 __all__ = [
     "COLUMNS",
@@ -259,6 +267,37 @@ def wide_outcomes(
     return wide.astype(float)
 
 
+def _seed_matrices(
+    outcomes: pd.DataFrame, system: str, value: str, keys: Sequence[str], seeds: str
+) -> dict[object, pd.DataFrame]:
+    """Per value of ``system``, its outcomes as one row per question (sorted keys), one column per seed.
+
+    Raises:
+        ValueError: A seed of a system lacks a question that system's other seeds or another system
+            answered (the two-level bootstrap pairs every seed with every question).
+    """
+    out: dict[object, pd.DataFrame] = {}
+    for name, rows in outcomes.groupby(system, sort=False):
+        if rows.duplicated([*keys, seeds]).any():
+            raise ValueError(f"outcomes hold a question twice for one seed of {system} {name!r}")
+        out[name] = rows.pivot_table(index=list(keys), columns=seeds, values=value, aggfunc="first")
+    index = sorted(set().union(*(frame.index for frame in out.values())))
+    for label, frame in out.items():
+        if len(frame) != len(index) or frame.isna().any().any():
+            raise ValueError(
+                f"{system} {label!r}: every seed needs an outcome on every question the compared systems "
+                "answered, to resample seeds"
+            )
+    return {label: frame.astype(float) for label, frame in out.items()}
+
+
+def _seed_handling(seeded: bool, resampled: bool) -> str:
+    """How training seeds enter a comparison, as its signature says it."""
+    if resampled:
+        return "resampled (two-level bootstrap)"
+    return "mean per question" if seeded else "none"
+
+
 def seed_mean(
     outcomes: pd.DataFrame, by: Sequence[str], value: str, seeds: str | None = "seed"
 ) -> pd.DataFrame:
@@ -294,6 +333,7 @@ def compare(
     seed: int = 0,
     confidence: float = 0.95,
     commit: str | None = None,
+    resample_seeds: bool = False,
 ) -> Comparison:
     """Compare systems with a baseline (or explicit pairs), paired over questions, Holm over a family.
 
@@ -321,6 +361,10 @@ def compare(
         confidence: Level of the percentile CIs.
         commit: The results' git commit (several comma-separated when the outcomes come from
             several stages), named in the signature.
+        resample_seeds: Also resample each system's training seeds (a two-level bootstrap,
+            :func:`~fqa_analysis.core.stats.seed_bootstrap`): the test then asks whether the
+            systems differ more than another draw of seeds would make them, not only as trained
+            with these seeds. Needs the ``seeds`` column and every seed on every question.
 
     Returns:
         The :class:`Comparison`.
@@ -341,8 +385,11 @@ def compare(
         raise ValueError("give exactly one of baseline= (every other system against it) or pairs=")
     if not set(strata) <= set(keys):
         raise ValueError(f"strata {list(strata)} must be question keys ({list(keys)})")
-    work = seed_mean(outcomes, [*within, system, *keys], value, seeds)
     seeded = seeds is not None and seeds in outcomes.columns
+    if resample_seeds and not seeded:
+        raise ValueError(f"resample_seeds needs a seeds column ({seeds!r}) in the outcomes")
+    # resampling seeds reads each seed's outcomes; otherwise a question's seeds are averaged first
+    work = outcomes if resample_seeds else seed_mean(outcomes, [*within, system, *keys], value, seeds)
     groups = list(work.groupby(list(within), sort=False)) if within else [((), work)]
     plans = []
     for group_key, block in groups:
@@ -364,22 +411,41 @@ def compare(
             unknown = [s for s in others if s not in present]
             if unknown:
                 raise ValueError(f"no {system} = {unknown}{where} (have: {present})")
-            wide = wide_outcomes(block[block[system].isin([base, *others])], system, value, keys)
-            # columns named by str(): a system value may be an int (a depth) or a float (a weight)
-            names = {str(c): c for c in wide.columns}
-            wide.columns = [str(c) for c in wide.columns]
-            where_rows = wide.index.to_frame()[list(strata)].itertuples(index=False)
-            labels_strata = ["/".join(map(str, row)) for row in where_rows] if strata else None
-            frame = paired_bootstrap(
-                wide.reset_index(drop=True)[[str(base), *map(str, others)]],
-                str(base),
-                labels_strata,
-                average,
-                n_resamples,
-                seed,
-                confidence,
-                mde_alpha=MDE_ALPHA / max(family_m, 1),
-            ).to_frame()
+            chosen = block[block[system].isin([base, *others])]
+            if resample_seeds:
+                per_seed = _seed_matrices(chosen, system, value, keys, str(seeds))
+                wide = next(iter(per_seed.values()))  # the questions, in their sorted order
+                where_rows = wide.index.to_frame()[list(strata)].itertuples(index=False)
+                labels_strata = ["/".join(map(str, row)) for row in where_rows] if strata else None
+                names = {str(c): c for c in per_seed}
+                result = seed_bootstrap(
+                    {str(c): per_seed[c].to_numpy().T for c in [base, *others]},
+                    str(base),
+                    labels_strata,
+                    average,
+                    n_resamples,
+                    seed,
+                    confidence,
+                    mde_alpha=MDE_ALPHA / max(family_m, 1),
+                )
+            else:
+                wide = wide_outcomes(chosen, system, value, keys)
+                # columns named by str(): a system value may be an int (a depth) or a float (a weight)
+                names = {str(c): c for c in wide.columns}
+                wide.columns = [str(c) for c in wide.columns]
+                where_rows = wide.index.to_frame()[list(strata)].itertuples(index=False)
+                labels_strata = ["/".join(map(str, row)) for row in where_rows] if strata else None
+                result = paired_bootstrap(
+                    wide.reset_index(drop=True)[[str(base), *map(str, others)]],
+                    str(base),
+                    labels_strata,
+                    average,
+                    n_resamples,
+                    seed,
+                    confidence,
+                    mde_alpha=MDE_ALPHA / max(family_m, 1),
+                )
+            frame = result.to_frame()
             rows = frame.drop(index=str(base)).assign(n=len(wide), baseline_mean=frame.loc[str(base), "mean"])
             rows["baseline"] = pd.Series([base] * len(rows), index=rows.index, dtype=object)
             rows.index = pd.Index([names[i] for i in rows.index], name=system)
@@ -415,7 +481,11 @@ def compare(
         confidence=confidence,
         average=average,
         strata=tuple(strata),
-        seeds="mean per question" if seeded else "none",
+        seeds="resampled (two-level bootstrap)"
+        if resample_seeds
+        else "mean per question"
+        if seeded
+        else "none",
         commit=commit,
     )
 

@@ -39,6 +39,7 @@ __all__ = [
     "minimal_detectable_effect",
     "paired_bootstrap",
     "resample_indices",
+    "seed_bootstrap",
     "unpaired_difference",
 ]
 
@@ -297,12 +298,111 @@ def paired_bootstrap(
         raise ValueError(f"baseline {baseline!r} is not a column of values ({list(values.columns)})")
     if values.isna().any().any():
         raise ValueError("values hold missing outcomes; every system must answer every question")
+    matrices = {str(c): values[c].to_numpy(dtype=float)[None, :] for c in values.columns}
+    return _bootstrap(
+        matrices, str(baseline), strata, average, n_resamples, seed, confidence, mde_power, mde_alpha
+    )
+
+
+def seed_bootstrap(
+    outcomes: dict[str, np.ndarray],
+    baseline: str,
+    strata: Sequence[object] | None = None,
+    average: Average = "micro",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    mde_power: float = MDE_POWER,
+    mde_alpha: float = MDE_ALPHA,
+) -> BootstrapResult:
+    """A two-level paired bootstrap: each system's training seeds, then the questions, resampled.
+
+    :func:`paired_bootstrap` on seed-averaged outcomes asks whether a system *as trained with these
+    seeds* beats the baseline; its interval knows nothing of how much another seed would change
+    the system. Here every resample also draws each system's seeds with replacement (independently
+    per system; the questions are drawn once for all, so the comparison stays paired), and the
+    statistic is the mean over the drawn questions of each question's mean over the drawn seeds.
+    A difference no larger than the spread between seeds is then not told apart. A system with one
+    seed contributes no seed variation; with one seed everywhere the result equals
+    :func:`paired_bootstrap`'s exactly (the question draws come first from the same generator).
+
+    Args:
+        outcomes: Per system, an array of shape (seeds, questions): each seed's per-question
+            outcome, questions in the same order for every system.
+        baseline: The system every other one is compared with.
+        strata: Optional label per question (resampled within it), as in :func:`paired_bootstrap`.
+        average: ``micro`` or ``macro``.
+        n_resamples: Bootstrap resamples B.
+        seed: Seed of the one generator (questions first, then each system's seeds).
+        confidence: Level of the percentile intervals.
+        mde_power: Power of the minimal detectable effect.
+        mde_alpha: Its two-sided level.
+
+    Raises:
+        ValueError: Unknown baseline, arrays of different question counts, or missing values.
+
+    Example:
+        >>> # one question; system a's two seeds disagree (1 and 0), b's agree (0): the difference 0.5
+        >>> # is as large as a's seed spread, so about half the resamples lie as far from it as 0
+        >>> r = seed_bootstrap({"b": np.array([[0.0], [0.0]]), "a": np.array([[1.0], [0.0]])}, "b")
+        >>> r.delta["a"], round(r.p_value["a"], 1)
+        (0.5, 0.5)
+    """
+    if baseline not in outcomes:
+        raise ValueError(f"baseline {baseline!r} is not one of the systems ({list(outcomes)})")
+    sizes = {name: np.asarray(a).shape[-1] for name, a in outcomes.items()}
+    if len(set(sizes.values())) != 1:
+        raise ValueError(f"every system needs the same questions; question counts: {sizes}")
+    matrices = {name: np.atleast_2d(np.asarray(a, dtype=float)) for name, a in outcomes.items()}
+    if any(np.isnan(m).any() for m in matrices.values()):
+        raise ValueError("outcomes hold missing values; every seed must answer every question")
+    return _bootstrap(
+        matrices, baseline, strata, average, n_resamples, seed, confidence, mde_power, mde_alpha
+    )
+
+
+def _seed_statistic(
+    matrix: np.ndarray,
+    weights: np.ndarray | None,
+    idx: np.ndarray,
+    blocks: list[np.ndarray],
+    average: Average,
+) -> np.ndarray:
+    """:func:`_statistic` of a (seeds, questions) matrix, each resample weighting the seeds it drew."""
+    if weights is None:  # one seed: exactly the one-level statistic
+        return _statistic(matrix[0], idx, blocks, average)
+    out = np.empty(len(idx))
+    for lo in range(0, len(idx), _CHUNK):
+        per_question = weights[lo : lo + _CHUNK] @ matrix  # (chunk, questions)
+        sample = np.take_along_axis(per_question, idx[lo : lo + _CHUNK].astype(np.intp), axis=1)
+        if average == "micro":
+            out[lo : lo + _CHUNK] = sample.mean(axis=1)
+        else:
+            out[lo : lo + _CHUNK] = np.mean([sample[:, b].mean(axis=1) for b in blocks], axis=0)
+    return out
+
+
+def _bootstrap(
+    matrices: dict[str, np.ndarray],
+    baseline: str,
+    strata: Sequence[object] | None,
+    average: Average,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    mde_power: float,
+    mde_alpha: float,
+) -> BootstrapResult:
+    """The bootstrap behind :func:`paired_bootstrap` and :func:`seed_bootstrap`.
+
+    ``matrices`` holds, per system, a (seeds, questions) array.
+    """
     if average == "macro" and strata is None:
         raise ValueError("the macro average needs strata (the domain of each question)")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     rng = np.random.default_rng(seed)
-    n = len(values)
+    n = next(iter(matrices.values())).shape[1]
     idx, blocks = resample_indices(n, n_resamples, rng, strata)
     # resample_indices groups columns by stratum; `order` maps those columns back to rows.
     if strata is None:
@@ -310,16 +410,23 @@ def paired_bootstrap(
     else:
         labels = pd.Series(list(strata))
         order = np.concatenate([np.asarray(p) for _, p in labels.groupby(labels, sort=True).indices.items()])
+    # each system's seed draws, after the question draws (so one seed everywhere draws nothing more)
+    weights = {
+        name: rng.multinomial(len(m), np.full(len(m), 1 / len(m)), size=n_resamples) / len(m)
+        if len(m) > 1
+        else None
+        for name, m in matrices.items()
+    }
     alpha = (1 - confidence) / 2
     quantiles = [alpha, 1 - alpha]
-    matrix = {c: values[c].to_numpy(dtype=float) for c in values.columns}
-    base_boot = _statistic(matrix[baseline], idx, blocks, average)
-    base_point = _point(matrix[baseline], blocks, order, average)
-    systems = tuple(values.columns)
+    means = {name: m.mean(axis=0) for name, m in matrices.items()}  # each question's seed mean
+    base_boot = _seed_statistic(matrices[baseline], weights[baseline], idx, blocks, average)
+    base_point = _point(means[baseline], blocks, order, average)
+    systems = tuple(matrices)
     mean, ci, delta, delta_ci, p, mde, wins, ties, losses = {}, {}, {}, {}, {}, {}, {}, {}, {}
     for s in systems:
-        boot = base_boot if s == baseline else _statistic(matrix[s], idx, blocks, average)
-        mean[s] = _point(matrix[s], blocks, order, average)
+        boot = base_boot if s == baseline else _seed_statistic(matrices[s], weights[s], idx, blocks, average)
+        mean[s] = _point(means[s], blocks, order, average)
         lo, hi = np.quantile(boot, quantiles)
         ci[s] = (float(lo), float(hi))
         d_boot = boot - base_boot
@@ -332,7 +439,7 @@ def paired_bootstrap(
             extreme = np.abs(d_boot - delta[s]) >= abs(delta[s]) - 1e-12
             p[s] = float((1 + extreme.sum()) / (1 + n_resamples))
             mde[s] = minimal_detectable_effect(d_boot - delta[s], mde_power, mde_alpha)
-        diff = matrix[s] - matrix[baseline]
+        diff = means[s] - means[baseline]
         wins[s], ties[s], losses[s] = int((diff > 0).sum()), int((diff == 0).sum()), int((diff < 0).sum())
     return BootstrapResult(
         baseline=baseline,
