@@ -234,7 +234,7 @@ def test_a_comparison_saved_as_json_reads_back_equal_and_words_its_verdicts() ->
 
 
 def _seeded(spread: int) -> pd.DataFrame:
-    """300 questions; a (one seed) right on half; b's seeds right on the first 165 - spread, 165, 165 + spread."""
+    """300 questions; a (one seed) right on half; b's seeds on the first 165 - spread, 165, 165 + spread."""
     rows = []
     for q in range(300):
         rows.append({"s": "a", "seed": 0, "domain": "D", "split": "test", "question_id": q, "correct": q % 2})
