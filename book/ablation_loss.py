@@ -31,12 +31,15 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
+from fqa_analysis.core.compare import verdict
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, plot_reliability
 from fqa_analysis.core.ratings import item_ratings, predicted_rating
 from fqa_analysis.core.report import (
     breakable,
     change_text,
     comparison_table,
+    holm_p_text,
+    interval,
     plus_minus,
     ranked_counts,
     signed_text,
@@ -80,6 +83,13 @@ if READY:
     quality = rating_quality_table(joined)
     per_item = per_item_rating_scores(joined[joined["reranker"].isin(LOSSES)])
     tests = loss_comparisons(per_item, baseline="feedback_kl", commit=stage["git_commit"])
+    # the same comparisons with each loss's training seeds resampled too (a two-level bootstrap)
+    seed_tests = loss_comparisons(
+        per_item_rating_scores(joined[joined["reranker"].isin(LOSSES)], by_seed=True),
+        baseline="feedback_kl",
+        commit=stage["git_commit"],
+        resample_seeds=True,
+    )
     candidates = load_candidates(RESULTS)
     outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])
     qa = compare_to_baseline(outcomes, baseline="feedback_kl", commit=stage["git_commit"])
@@ -106,15 +116,12 @@ if READY:
     FAMILY = "Holm over the cross-entropy losses present, per metric and subset"
     best_kl = means.loc[LOSSES, "kl"].idxmin()
     kl_rows = t.loc[("kl", "all")]
-    better = [v for v, r in kl_rows.iterrows() if r["p_holm"] < 0.05 and r["delta"] < 0]
-    # the bootstrap resamples items, not seeds: a difference below the seeds' own spread is flagged
-    kl_seeds = quality[(quality["reranker"] == "feedback_kl") & (quality["subset"] == "all")]["kl"]
-    seed_sd = float(kl_seeds.std()) if len(kl_seeds) > 1 else float("nan")
-    within_seeds = (
-        bool(better)
-        and bool(np.isfinite(seed_sd))
-        and bool((kl_rows.loc[better, "delta"].abs() < seed_sd).all())
-    )
+    better = [v for v, r in kl_rows.iterrows() if verdict(r, higher_is_better=False) == "better"]
+    # the bootstrap over items treats each loss as trained with these seeds; resampling the seeds too
+    # asks whether another draw of seeds would keep the difference
+    seeded = seed_tests.set_index(["metric", "subset", "reranker"]).sort_index()
+    seed_kl = seeded.loc[("kl", "all")]
+    kept = [v for v in better if verdict(seed_kl.loc[v], higher_is_better=False) == "better"]
     lines = [
         f"**Which loss?** The lowest KL to the annotators on feedback_test is `{best_kl}`'s "
         f"({means.loc[best_kl, 'kl']:.3f} nats, seed mean"
@@ -131,10 +138,15 @@ if READY:
             f"{', '.join(f'`{v}`' for v in better)}'s {'is' if len(better) == 1 else 'are'} significantly below "
             "`feedback_kl`'s on all items"
             + (
-                f" by less than the sd of `feedback_kl`'s KL across its seeds ({seed_sd:.3f}), so the "
-                "difference may be the seeds' rather than the losses'."
-                if within_seeds
-                else "."
+                "; with each loss's seeds resampled too, "
+                + (
+                    f"{', '.join(f'`{v}`' for v in kept)} stay{'s' if len(kept) == 1 else ''} below it"
+                    if kept
+                    else "the difference is not told apart from another draw of seeds"
+                )
+                + " ("
+                + "; ".join(f"`{v}` Holm p {holm_p_text(seed_kl.loc[v])}" for v in better)
+                + ")."
             )
             if better
             else "no cross-entropy loss is significantly below `feedback_kl`'s."
@@ -145,6 +157,10 @@ if READY:
         + "; ".join(
             f"`{v}` KL {change_text(r, 1.0, 3, 'nats')}, argmax accuracy "
             f"{change_text(t.loc[('correct', 'all', v)], 1.0, 3, '')}"
+            f" (seeds resampled too: KL {verdict(seed_kl.loc[v], with_mde=False, higher_is_better=False)}, Holm p "
+            f"{holm_p_text(seed_kl.loc[v])}; accuracy "
+            f"{verdict(seeded.loc[('correct', 'all', v)], with_mde=False)}, Holm p "
+            f"{holm_p_text(seeded.loc[('correct', 'all', v)])})"
             for v, r in kl_rows.iterrows()
         )
         + ".",
@@ -341,7 +357,7 @@ if READY:
 # %% [markdown]
 # ## Are the differences significant?
 #
-# Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset); CIs unadjusted. The bootstrap resamples items, not training seeds: a difference smaller than the spread between one loss's seeds (the table above) may be a difference between seeds rather than losses, most of all where a loss has one seed. For KL a negative delta means the loss is *better* than KL.
+# Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset); CIs unadjusted. That bootstrap resamples items, not training seeds: it asks whether the losses differ *as trained with these seeds*. The last two columns ask whether they differ more than another draw of seeds would make them: the same test with each loss's three seeds resampled as well (a two-level bootstrap: seeds, then items), its CI and Holm p. For KL a negative delta means the loss is *better* than KL.
 
 # %% tags=["hide-input"]
 if READY:
@@ -353,17 +369,23 @@ if READY:
     for metric, header, unit in (("kl", "KL (nats)", "nats"), ("correct", "argmax accuracy", "share")):
         print(f"{header}, each cross-entropy loss against feedback_kl:")
         part = tests[tests["metric"] == metric]
-        display(
-            comparison_table(
-                part.set_index(["subset", "reranker"]),
-                names=["subset", "loss"],
-                scale=1.0,
-                digits=3,
-                mean_header=header,
-                delta_header=f"Δ vs KL ({unit})",
-                wtl=False,
-            )
+        shown = comparison_table(
+            part.set_index(["subset", "reranker"]),
+            names=["subset", "loss"],
+            scale=1.0,
+            digits=3,
+            mean_header=header,
+            delta_header=f"Δ vs KL ({unit})",
+            wtl=False,
         )
+        # the same rows in the same order as the table
+        resampled = seed_tests[seed_tests["metric"] == metric].set_index(["subset", "reranker"])
+        resampled = resampled.loc[part.set_index(["subset", "reranker"]).index]
+        shown["95% CI, seeds resampled"] = [
+            interval(r["delta_ci_low"], r["delta_ci_high"], 3) for _, r in resampled.iterrows()
+        ]
+        shown["Holm p, seeds resampled"] = [holm_p_text(r) for _, r in resampled.iterrows()]
+        display(shown)
 
 
 # %% [markdown]

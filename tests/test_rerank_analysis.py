@@ -295,3 +295,46 @@ def test_a_constant_prediction_is_scored_on_every_agreement_subset() -> None:
     assert table.loc["unanimous", "kl"] == pytest.approx(np.log(2))
     assert table.loc["disagree", "kl"] == pytest.approx(0.0, abs=1e-9)
     assert table.loc["all", "kl"] == pytest.approx(np.log(2) / 2)
+
+
+def test_per_item_scores_by_seed_and_a_loss_comparison_that_resamples_them() -> None:
+    from fqa_analysis.core.reranking import loss_comparisons
+
+    one = {"domain": "A", "item_id": 0, "p_could_be_improved": 0.0, "p_acceptable": 0.0, "a_bad": 0.0}
+    one |= {"a_could_be_improved": 0.0, "a_acceptable": 0.0, "a_excellent": 1.0, "majority": "Excellent"}
+    j = pd.DataFrame(
+        [
+            {**one, "reranker": "x", "seed": s, "p_bad": b, "p_excellent": 1 - b, "unanimous": True}
+            for s, b in [(0, 0.5), (1, 0.1)]
+        ]
+    )
+    rows = per_item_rating_scores(j, by_seed=True)
+    # each seed's own KL: ln(1/0.5) and ln(1/0.9); seed 0's argmax tie goes to Bad
+    assert rows["seed"].tolist() == [0, 1]
+    assert rows["kl"].tolist() == pytest.approx([np.log(2), np.log(1 / 0.9)])
+    assert rows["correct"].tolist() == [0.0, 1.0]
+    # two rerankers on 40 items: ce's three seeds spread widely around kl's one
+    items = [{"domain": "A", "item_id": i, "unanimous": i % 2 == 0} for i in range(40)]
+    per_seed = pd.DataFrame(
+        [{**it, "reranker": "kl", "seed": 0, "kl": 0.5, "correct": 1.0} for it in items]
+        + [
+            {**it, "reranker": "ce", "seed": s, "kl": 0.5 + d, "correct": 1.0}
+            for it in items
+            for s, d in enumerate([-0.3, 0.05, 0.4])
+        ]
+    )
+    plain = loss_comparisons(
+        per_seed.groupby(["reranker", "domain", "item_id"], sort=False)
+        .mean(numeric_only=True)
+        .reset_index()
+        .assign(unanimous=lambda f: f["item_id"] % 2 == 0),
+        "kl",
+        ["kl"],
+    )
+    seeded = loss_comparisons(per_seed, "kl", ["kl"], resample_seeds=True)
+    # the seed mean is +0.05 nats on every item: the item bootstrap calls it certain, seeds do not
+    all_plain = plain.set_index("subset").loc["all"]
+    all_seeded = seeded.set_index("subset").loc["all"]
+    assert all_plain["delta"] == pytest.approx(0.05) and all_seeded["delta"] == pytest.approx(0.05)
+    assert all_plain["p_holm"] < 0.01 and all_seeded["p_holm"] > 0.3
+    assert "seeds:resampled (two-level bootstrap)" in seeded.attrs["signature"]

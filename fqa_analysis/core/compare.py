@@ -196,12 +196,13 @@ class Comparison:
     __hash__ = None  # type: ignore[assignment]  # a table is not hashable
 
 
-def verdict(row: Any, alpha: float = 0.05, with_mde: bool = True) -> str:
+def verdict(row: Any, alpha: float = 0.05, with_mde: bool = True, higher_is_better: bool = True) -> str:
     """A comparison row in words: ``better``, ``worse`` or ``not told apart (MDE x)``.
 
     Better or worse where the Holm-adjusted p is below ``alpha`` (the sign of ``delta`` says which);
     otherwise not told apart, with the smallest difference the test could have found (the MDE)
-    unless ``with_mde`` is False (a sentence that states the MDE already).
+    unless ``with_mde`` is False (a sentence that states the MDE already). ``higher_is_better``
+    False: a measure where lower is better (a KL, an error).
 
     Example:
         >>> verdict({"delta": 0.02, "p_holm": 0.001, "mde": 0.01})
@@ -212,10 +213,12 @@ def verdict(row: Any, alpha: float = 0.05, with_mde: bool = True) -> str:
         'not told apart (MDE 0.0159)'
         >>> verdict({"delta": 0.006, "p_holm": 0.4, "mde": 0.0159}, with_mde=False)  # a sentence gives it
         'not told apart'
+        >>> verdict({"delta": 0.04, "p_holm": 0.01}, higher_is_better=False)  # a KL that grew
+        'worse'
     """
     delta, p_holm, mde = float(row["delta"]), float(row["p_holm"]), row.get("mde")
     if p_holm < alpha and delta != 0:
-        return "better" if delta > 0 else "worse"
+        return "better" if (delta > 0) == higher_is_better else "worse"
     shown = with_mde and mde is not None and pd.notna(mde)
     return "not told apart" + (f" (MDE {float(mde):.3g})" if shown else "")
 

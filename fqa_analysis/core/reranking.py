@@ -598,13 +598,14 @@ def rating_quality_table(joined: pd.DataFrame, bins: int = 10) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def per_item_rating_scores(joined: pd.DataFrame) -> pd.DataFrame:
+def per_item_rating_scores(joined: pd.DataFrame, by_seed: bool = False) -> pd.DataFrame:
     """Per item and reranker, seed-averaged: KL(annotators || P_phi) and argmax = majority.
 
-    These per-item values are what a paired bootstrap between losses resamples.
+    These per-item values are what a paired bootstrap between losses resamples. With ``by_seed``
+    each seed keeps its own row (a ``seed`` column), for a test that resamples seeds too.
 
     Returns:
-        ``reranker, domain, item_id, unanimous, kl, correct``.
+        ``reranker, domain, item_id, unanimous, kl, correct`` (and ``seed`` with ``by_seed``).
 
     Example:
         >>> j = pd.DataFrame({"reranker": "x", "seed": [0, 1], "domain": "A", "item_id": 0,
@@ -620,18 +621,24 @@ def per_item_rating_scores(joined: pd.DataFrame) -> pd.DataFrame:
     ann = joined[["a_" + c[2:] for c in RATING_COLUMNS]].to_numpy(dtype=float)
     kl = kl_rows(ann, pred)
     truth = np.array([rating_value(m) for m in joined["majority"]])
-    frame = joined[["reranker", "domain", "item_id", "unanimous"]].assign(
+    frame = joined[["reranker", "seed", "domain", "item_id", "unanimous"]].assign(
         kl=kl, correct=(pred.argmax(axis=1) == truth).astype(float)
     )
+    keys = ["reranker", "seed", "domain", "item_id"] if by_seed else ["reranker", "domain", "item_id"]
     return (
-        frame.groupby(["reranker", "domain", "item_id"], sort=False)
+        frame.groupby(keys, sort=False)
         .agg(unanimous=("unanimous", "first"), kl=("kl", "mean"), correct=("correct", "mean"))
         .reset_index()
     )
 
 
 def item_comparison(
-    per_item: pd.DataFrame, baseline: str, metric: str, family: str, commit: str | None = None
+    per_item: pd.DataFrame,
+    baseline: str,
+    metric: str,
+    family: str,
+    commit: str | None = None,
+    resample_seeds: bool = False,
 ) -> Comparison:
     """Every other reranker against ``baseline`` on one per-item rating score, paired over items.
 
@@ -645,6 +652,9 @@ def item_comparison(
         >>> cmp = item_comparison(per_item, "kl", "kl", "ce vs kl")
         >>> round(float(cmp.table["delta"].iloc[0]), 3), "seeds:mean per item" in cmp.signature()
         (0.1, True)
+
+    With ``resample_seeds`` (rows of :func:`per_item_rating_scores` ``by_seed``), each reranker's
+    seeds are resampled too (:func:`~fqa_analysis.core.stats.seed_bootstrap`).
     """
     cmp = compare(
         per_item,
@@ -654,8 +664,9 @@ def item_comparison(
         keys=["domain", "item_id"],
         strata=["domain"],
         commit=commit,
+        resample_seeds=resample_seeds,
     )
-    return replace(cmp, family=family, seeds="mean per item")
+    return replace(cmp, family=family, seeds=cmp.seeds if resample_seeds else "mean per item")
 
 
 def prior_comparison(
@@ -708,6 +719,7 @@ def loss_comparisons(
     baseline: str = "feedback_kl",
     metrics: Sequence[str] = ("kl", "correct"),
     commit: str | None = None,
+    resample_seeds: bool = False,
 ) -> pd.DataFrame:
     """Every other reranker against ``baseline`` per (metric, agreement subset), paired over items.
 
@@ -721,6 +733,9 @@ def loss_comparisons(
         baseline: The reranker every other is compared with.
         metrics: Per-item columns to compare (``kl``: lower is better; ``correct``).
         commit: Code version recorded in each comparison's signature.
+        resample_seeds: Resample each reranker's seeds as well as the items (``per_item`` from
+            :func:`per_item_rating_scores` with ``by_seed``): a difference within the seeds' spread
+            is then not told apart.
 
     Returns:
         The comparisons' tables, reset, stacked, with ``metric`` and ``subset`` columns; the
@@ -738,7 +753,7 @@ def loss_comparisons(
     family = f"{_members(per_item['reranker'], baseline)} vs {baseline}, per metric and agreement subset"
     for metric in metrics:
         for subset, part in _subsets(per_item).items():
-            cmp = item_comparison(part, baseline, metric, family, commit)
+            cmp = item_comparison(part, baseline, metric, family, commit, resample_seeds)
             parts.append(cmp.table.reset_index().assign(metric=metric, subset=subset))
     out = pd.concat(parts, ignore_index=True)
     out.attrs["signature"] = cmp.signature()
