@@ -278,13 +278,15 @@ def compare_family(
     n_resamples: int = 10_000,
     seed: int = 0,
     commit: str | None = None,
+    resample_seeds: bool = False,
 ) -> Comparison:
     """Each ``(reranker, baseline)`` pair within every RQA system, Holm over the whole family.
 
     The paper's claim that feedback adds to QA data is such a family: ``combined`` and
     ``feedback_kl`` against ``vanilla`` on every RQA system. As :func:`compare_to_baseline`
     (seed-averaged per-question outcomes, paired bootstrap stratified by test set), but Holm
-    corrects over every (RQA, pair) row together, not per RQA.
+    corrects over every (RQA, pair) row together, not per RQA. ``resample_seeds``: each reranker's
+    training seeds are resampled too (:func:`~fqa_analysis.core.stats.seed_bootstrap`).
 
     Returns:
         The comparison; its table is indexed by ``rqa, reranker`` with each row's ``baseline``.
@@ -295,7 +297,9 @@ def compare_family(
     overall = outcomes[outcomes["domain"].isin(list(overall_domains))]
     family = ", ".join(f"{s} vs {b}" for s, b in pairs) + ", on every RQA"
     settings = {"average": average, "n_resamples": n_resamples, "seed": seed, "commit": commit}
-    return _per_rqa(overall, pairs=pairs, family="table", describe=family, **settings)
+    return _per_rqa(
+        overall, pairs=pairs, family="table", describe=family, resample_seeds=resample_seeds, **settings
+    )
 
 
 def _per_rqa(outcomes: pd.DataFrame, **how: Any) -> Comparison:
