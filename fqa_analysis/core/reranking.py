@@ -202,13 +202,16 @@ def compare_to_baseline(
     n_resamples: int = 10_000,
     seed: int = 0,
     commit: str | None = None,
+    resample_seeds: bool = False,
 ) -> Comparison:
     """Every reranker against ``baseline`` within each RQA system, over the overall questions.
 
     :func:`~fqa_analysis.core.compare.compare` on the overall questions: outcomes are first
     averaged over seeds per question (0, 1/3, 2/3, 1 with three seeds), so the test asks whether
     the reranker helps *as trained with several seeds*, not one lucky seed. Resampling is
-    stratified by test set; Holm corrects over the rerankers of one RQA system.
+    stratified by test set; Holm corrects over the rerankers of one RQA system. With
+    ``resample_seeds`` each reranker's seeds are resampled too
+    (:func:`~fqa_analysis.core.stats.seed_bootstrap`).
 
     Returns:
         The comparison; its table is indexed by ``rqa, reranker``.
@@ -220,6 +223,7 @@ def compare_to_baseline(
         else f"{_members(overall['reranker'], baseline)} vs {baseline}, per RQA"
     )
     settings = {"average": average, "n_resamples": n_resamples, "seed": seed, "commit": commit}
+    settings["resample_seeds"] = resample_seeds
     return _per_rqa(overall, baseline=baseline, family="within", describe=family, **settings)
 
 
