@@ -33,7 +33,7 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.audit import audit_outcomes, source_means
-from fqa_analysis.core.compare import ITEM_KEYS, N_RESAMPLES, compare, significance_counts
+from fqa_analysis.core.compare import ITEM_KEYS, N_RESAMPLES, compare, significance_counts, verdict
 from fqa_analysis.core.differences import why_answer, why_we_differ
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.ratings import LABELS, item_ratings, predicted_rating
@@ -425,6 +425,10 @@ if EXPLAIN_RATE and have(RATE_ONLY) and not EXPLAIN_RATE_DIRTY:
     explain_vs_rate = compare_to_baseline(score_outcomes(forms), baseline=RATE_ONLY).table.xs(
         "feedback_explain_rate", level="reranker"
     )
+    # the chapter's verdicts: both models' training seeds resampled as well as the questions
+    explain_vs_rate_seeds = compare_to_baseline(
+        score_outcomes(forms), baseline=RATE_ONLY, resample_seeds=True
+    ).table.xs("feedback_explain_rate", level="reranker")
     explained = pd.concat(
         [
             predictions.query("reranker == @RATE_ONLY"),
@@ -439,6 +443,13 @@ if EXPLAIN_RATE and have(RATE_ONLY) and not EXPLAIN_RATE_DIRTY:
         "kl",
         "each explain-then-rate form vs rate-only",
     ).table
+    rating_kl_seeds = item_comparison(
+        per_item_rating_scores(join_annotators(explained, test_items), by_seed=True),
+        RATE_ONLY,
+        "kl",
+        "each explain-then-rate form vs rate-only",
+        resample_seeds=True,
+    ).table
     paper_line = ""
     if PAPER_FORM_SHOWN:
         paper_form = explained[explained["reranker"] == "feedback_explain_rate_paper"]
@@ -452,7 +463,13 @@ if EXPLAIN_RATE and have(RATE_ONLY) and not EXPLAIN_RATE_DIRTY:
         "the same starting point): accuracy "
         + "; ".join(f"on {r} {ci(row)}" for r, row in explain_vs_rate.iterrows())
         + "; KL to the annotators of feedback_test: "
-        + f"{ci(rating_kl.loc['feedback_explain_rate'], 1.0, 3, 'nats')}.{paper_line} See {{doc}}`explain_rate`."
+        + f"{ci(rating_kl.loc['feedback_explain_rate'], 1.0, 3, 'nats')}; with both models' seeds resampled "
+        "too, its accuracy is "
+        + " and ".join(
+            f"{verdict(row, with_mde=False)} on {r}" for r, row in explain_vs_rate_seeds.iterrows()
+        )
+        + f" and its KL {verdict(rating_kl_seeds.loc['feedback_explain_rate'], with_mde=False, higher_is_better=False)}"
+        + f".{paper_line} See {{doc}}`explain_rate`."
     )
 elif EXPLAIN_RATE_DIRTY:
     answers.append(
