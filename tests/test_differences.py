@@ -207,6 +207,28 @@ def test_the_table_words_each_difference_from_its_measurement() -> None:
     assert f"about {float(f'{optimistic:.2g}'):,.0f} rated pairs" in table["training feedback"]
     assert table["where the rerankers start"].endswith("Holm p 0.10, MDE 1.00 (not told apart)")
     assert table["RQA system"].endswith("+0.59 on hybrid, +7.28 on bm25")
+    assert table["the relevance model's seed"].startswith("not varied in these results")
+    from dataclasses import replace
+
+    seeds = pd.DataFrame(
+        [
+            {
+                "rqa": "hybrid",
+                "seed": 1,
+                "delta": -0.004,
+                "delta_ci_low": -0.011,
+                "delta_ci_high": 0.003,
+                "p_holm": 0.52,
+            }
+        ]
+    )
+    seeded = difference_rows(replace(_measured(), relevance_seeds=seeds))  # type: ignore[type-var]
+    assert seeded.set_index("difference").loc["the relevance model's seed", "what varying it did"].replace(
+        "\xa0", " "
+    ) == (
+        "vanilla trained anew with another seed, reranking: seed 1 instead of 0 on hybrid: "
+        "-0.40 points [-1.10, +0.30], Holm p 0.52"
+    )
 
 
 def test_the_answer_names_the_largest_varied_contribution_and_whether_any_reaches_the_papers() -> None:
@@ -265,3 +287,29 @@ def test_contribution_points_list_the_factor_table_then_the_curve_in_points() ->
     assert points["delta"].tolist() == pytest.approx([-0.1, 0.4, 0.0, 0.5, 1.0])
     assert points.loc[1, ["ci_low", "ci_high"]].tolist() == pytest.approx([-0.6, 1.4])
     assert points["significant"].tolist() == [False, False, False, False, True]
+
+
+def test_the_relevance_models_other_seeds_are_compared_with_seed_0(tmp_path: Path) -> None:
+    from fqa_analysis.core.differences import relevance_seed_spread
+
+    every = ("vanilla", "feedback_kl", "combined")
+    results = _folder(tmp_path / "results", _LIFT, 6, every)
+    assert relevance_seed_spread(results) is None  # no folder: nothing to show
+    # seed 1 of vanilla lifts every gold (right on all 4) where seed 0 is right on q0 and q2
+    seeds = _folder(results / "relevance_seeds", _LIFT, 6, ("vanilla",))
+    frame = pd.read_parquet(seeds / "candidates.parquet")
+    vanilla = frame["reranker"] == "vanilla"
+    frame.loc[vanilla, "p_excellent"] = frame["is_gold"].map({True: 0.5, False: 0.0})
+    frame.loc[vanilla, "p_bad"] = 1 - frame.loc[vanilla, "p_excellent"]
+    frame.loc[vanilla, "seed"] = 1
+    frame.to_parquet(seeds / "candidates.parquet", index=False)
+    table, comparison = relevance_seed_spread(results)  # type: ignore[misc]
+    row = table.iloc[0]
+    assert (row["rqa"], row["seed"], row["accuracy"], row["seed0"], row["delta"]) == (
+        "hybrid",
+        1,
+        1.0,
+        0.5,
+        0.5,
+    )
+    assert comparison.family_size == 1

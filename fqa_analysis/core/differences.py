@@ -44,6 +44,7 @@ from fqa_analysis.core.results import (
     load_candidates,
     load_stage,
     load_table,
+    relevance_seed_folder,
 )
 from fqa_analysis.data import FEEDBACK_DOMAINS
 
@@ -60,6 +61,7 @@ __all__ = [
     "feedback_curve",
     "paired_sd",
     "power_projection",
+    "relevance_seed_spread",
     "why_answer",
     "why_we_differ",
 ]
@@ -398,6 +400,8 @@ class WhyWeDiffer:
         rqa: The RQA system the factors are measured on.
         training_pairs: Rated pairs the book's feedback rerankers train on.
         questions: Test questions of the comparisons (the four feedback domains).
+        relevance_seeds: :func:`relevance_seed_spread`'s table, where the folder has other seeds
+            of the relevance model.
     """
 
     factors: pd.DataFrame
@@ -411,6 +415,7 @@ class WhyWeDiffer:
     rqa: str
     training_pairs: int
     questions: int
+    relevance_seeds: pd.DataFrame | None = None
 
 
 def why_we_differ(results: Path, rqa: str = "hybrid") -> WhyWeDiffer:
@@ -449,6 +454,7 @@ def why_we_differ(results: Path, rqa: str = "hybrid") -> WhyWeDiffer:
         rqa=rqa,
         training_pairs=int(curve.loc[curve["share"] == 1.0, "pairs"].iloc[0]),
         questions=questions,
+        relevance_seeds=None if (spread := relevance_seed_spread(results)) is None else spread[0],
     )
 
 
@@ -467,6 +473,18 @@ def _factor_effects(w: WhyWeDiffer, key: str) -> str | None:
         for label, r in measured
     ]
     return "; ".join(parts) + " (seed 0)"
+
+
+def _seed_effects(w: WhyWeDiffer) -> str | None:
+    """What training the relevance model with other seeds did, in words; None where it was not done."""
+    if w.relevance_seeds is None or w.relevance_seeds.empty:
+        return None
+    parts = [
+        f"seed {int(r['seed'])} instead of 0 on {r['rqa']}: {signed_text(100 * r['delta'])} points "
+        f"{interval(100 * r['delta_ci_low'], 100 * r['delta_ci_high'])}, Holm p {p_text(r['p_holm'])}"
+        for _, r in w.relevance_seeds.iterrows()
+    ]
+    return "vanilla trained anew with another seed, reranking: " + "; ".join(parts)
 
 
 def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
@@ -541,6 +559,12 @@ def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
             start,
         ),
         ("RQA system", "BERT poly-encoder, fine-tuned", f"{w.rqa} and three others", rqa),
+        (
+            "the relevance model's seed",
+            "not known to us",
+            "one relevance model (seed 0); every seed of the rerankers that continue from it starts there",
+            _seed_effects(w) or not_varied,
+        ),
     ]
     return pd.DataFrame(rows, columns=["difference", "paper", "here", "what varying it did"])
 
@@ -641,3 +665,47 @@ def contribution_points(w: WhyWeDiffer) -> pd.DataFrame:
         for _, r in w.curve.iterrows()
     ]
     return pd.DataFrame(factor_rows + curve_rows)
+
+
+def relevance_seed_spread(results: Path) -> tuple[pd.DataFrame, Comparison] | None:
+    """The relevance model (``vanilla``) under its other seeds against the book's seed 0, per RQA system.
+
+    Reads ``results/relevance_seeds/`` (:func:`~fqa_analysis.core.results.relevance_seed_folder`):
+    ``vanilla`` trained with other seeds, rescoring some RQA systems. Each seed's reranked accuracy
+    is compared with seed 0's (the book's, from ``results/``) on the same questions, paired
+    bootstrap, Holm over every (RQA, seed) row. How far another seed moves the relevance model is
+    the yardstick for "significantly worse than vanilla", which the book tests against seed 0 alone.
+
+    Returns:
+        None without the folder; else one row per (RQA, seed): ``rqa``, ``seed``, ``accuracy``,
+        ``seed0`` (seed 0's accuracy), ``delta`` and its CI, ``p_holm``, ``mde``; and the comparison.
+    """
+    folder = relevance_seed_folder(results)
+    if folder is None:
+        return None
+    others = load_candidates(folder)
+    others = others[others["reranker"] == "vanilla"]
+    systems = sorted(set(others["rqa"]))
+    book = load_candidates(results)
+    rows = [
+        _seed0_outcomes(book, rqa, ["vanilla"]).query("reranker == 'vanilla'").assign(run="seed 0")
+        for rqa in systems
+    ]
+    for (_, seed), part in others.groupby(["rqa", "seed"]):
+        outcomes = score_outcomes(part[part["domain"].isin(FEEDBACK_DOMAINS)])
+        rows.append(outcomes.assign(run=f"seed {seed}"))
+    outcomes = pd.concat(rows, ignore_index=True)
+    comparison = compare(
+        outcomes,
+        system="run",
+        baseline="seed 0",
+        within=["rqa"],
+        describe="the relevance model's other seeds vs seed 0, on every RQA system",
+        seeds=None,
+        commit=_commits([load_stage(results, "rerank"), load_stage(folder, "rerank")]),
+    )
+    table = comparison.table.reset_index()
+    table["seed"] = table["run"].str.split(" ").str[1].astype(int)
+    table = table.rename(columns={"mean": "accuracy", "baseline_mean": "seed0"})
+    columns = ["rqa", "seed", "accuracy", "seed0", "delta", "delta_ci_low", "delta_ci_high", "p_holm", "mde"]
+    return table[columns], comparison

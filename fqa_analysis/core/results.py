@@ -26,6 +26,7 @@ __all__ = [
     "FACTOR_FOLDER",
     "LATER_SETTINGS",
     "RECIPE_SETTINGS",
+    "RELEVANCE_SEEDS_FOLDER",
     "RERANK_RUN_FIELDS",
     "ROW_ORDER",
     "TABLE_COMMANDS",
@@ -48,6 +49,7 @@ __all__ = [
     "missing_runs_note",
     "relevance_model_seconds",
     "relevance_recipes",
+    "relevance_seed_folder",
     "rerankers_current",
     "results_dir",
     "runs_by_kind",
@@ -442,6 +444,25 @@ def factor_folders(results_dir: Path) -> dict[str, Path]:
         if manifest.is_file() and "rerank" in load_manifest(folder).get("stages", {}):
             found[folder.name] = folder
     return found
+
+
+#: Subfolder of a results folder with the relevance model (``vanilla``) trained with other seeds
+#: than the book's one (seed 0), rescoring the factor runs' RQA systems (``tools/factor_folder.py``).
+RELEVANCE_SEEDS_FOLDER = "relevance_seeds"
+
+
+def relevance_seed_folder(results_dir: Path) -> Path | None:
+    """``results_dir/relevance_seeds`` when a rerank stage has written it (its manifest has the entry).
+
+    Example:
+        >>> relevance_seed_folder(Path("/nonexistent")) is None
+        True
+    """
+    folder = results_dir / RELEVANCE_SEEDS_FOLDER
+    manifest = folder / "manifest.json"
+    if manifest.is_file() and "rerank" in load_manifest(folder).get("stages", {}):
+        return folder
+    return None
 
 
 def missing_column_note(column: str, folder: Path, reference: Path | None) -> str | None:
