@@ -40,7 +40,7 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.compare import significance_counts
-from fqa_analysis.core.paper import PAPER_GAINS, PAPER_OVERALL_ACCURACY
+from fqa_analysis.core.paper import PAPER_GAINS, PAPER_OVERALL_ACCURACY, table2_check
 from fqa_analysis.core.plots import plot_gains
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import (
@@ -240,6 +240,10 @@ def change(row, digits=2):
 # %% tags=["hide-input"]
 g = micro.table.loc[RQA]
 rqa_alone = g["baseline_mean"].iloc[0]
+if over_qa is not None and {"vanilla", "feedback_kl", "combined"} <= set(g.index):
+    # the paper's Table 2 beside ours: its four rows, their order, the feedback's contribution
+    seed_means = {"none": rqa_alone, **{k: g.loc[k, "mean"] for k in ("vanilla", "feedback_kl", "combined")}}
+    display(Markdown(table2_check(seed_means, over_qa.table.loc[(RQA, "combined")], RQA).markdown()))
 lines = []
 if (found := best_feedback_gain(g)) is not None:
     best, significant = found

@@ -338,3 +338,21 @@ def test_per_item_scores_by_seed_and_a_loss_comparison_that_resamples_them() -> 
     assert all_plain["delta"] == pytest.approx(0.05) and all_seeded["delta"] == pytest.approx(0.05)
     assert all_plain["p_holm"] < 0.01 and all_seeded["p_holm"] > 0.3
     assert "seeds:resampled (two-level bootstrap)" in seeded.attrs["signature"]
+
+
+def test_table2_check_names_both_orders_and_reproduces_only_a_significant_contribution() -> None:
+    from fqa_analysis.core.paper import ClaimCheck, table2_check
+
+    acc = {"none": 0.60, "vanilla": 0.62, "feedback_kl": 0.63, "combined": 0.65}
+    row = {"delta": 0.03, "delta_ci_low": 0.01, "delta_ci_high": 0.05, "p_holm": 0.004, "mde": 0.01}
+    check = table2_check(acc, row, "hybrid")
+    assert check.verdict == "reproduced"
+    assert "order: RQA alone < + VanillaReranker < + FeedbackReranker < + CombinedReranker" in check.claim
+    assert "the feedback adds +1.99 points" in check.claim
+    assert check.found.startswith("on hybrid, RQA alone 60.00, + VanillaReranker 62.00")
+    assert "order: RQA alone < + VanillaReranker < + FeedbackReranker < + CombinedReranker" in check.found
+    assert "+3.00 points" in check.found.replace("\xa0", " ")
+    # the same gain, not significant after Holm: not reproduced
+    assert table2_check(acc, {**row, "p_holm": 0.2}, "hybrid").verdict == "not reproduced"
+    with pytest.raises(ValueError, match="verdict 'maybe'"):
+        ClaimCheck("a", "b", "maybe")

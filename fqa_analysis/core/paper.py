@@ -5,7 +5,20 @@ Overall test accuracy in %, BERT RQA (the paper's Table of reranking results).
 
 from __future__ import annotations
 
-__all__ = ["PAPER_GAINS", "PAPER_OVERALL_ACCURACY"]
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fqa_analysis.core.report import change_text
+
+__all__ = [
+    "CLAIM_VERDICTS",
+    "PAPER_GAINS",
+    "PAPER_OVERALL_ACCURACY",
+    "TABLE2_ROWS",
+    "ClaimCheck",
+    "table2_check",
+]
 
 PAPER_OVERALL_ACCURACY: dict[str, float] = {
     "rqa_alone": 64.75,
@@ -20,3 +33,92 @@ PAPER_GAINS: dict[str, float] = {
     for name, value in PAPER_OVERALL_ACCURACY.items()
     if name != "rqa_alone"
 }
+
+
+#: The three verdicts a claim of the paper gets here.
+CLAIM_VERDICTS: tuple[str, ...] = ("reproduced", "not reproduced", "not testable here")
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """One claim of the paper beside what this project finds, with a verdict.
+
+    Attributes:
+        claim: What the paper says, with its numbers.
+        found: What we find, with the numbers and their CI.
+        verdict: One of :data:`CLAIM_VERDICTS`.
+    """
+
+    claim: str
+    found: str
+    verdict: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in CLAIM_VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is none of {CLAIM_VERDICTS}")
+
+    def markdown(self) -> str:
+        """The three-line box a chapter shows near its top (a MyST admonition).
+
+        Example:
+            >>> print(ClaimCheck("a", "b", "reproduced").markdown())
+            ```{admonition} The paper's claim, tested here
+            - **The paper:** a
+            - **Here:** b
+            - **Verdict: reproduced**
+            ```
+        """
+        return (
+            "```{admonition} The paper's claim, tested here\n"
+            f"- **The paper:** {self.claim}\n- **Here:** {self.found}\n- **Verdict: {self.verdict}**\n```"
+        )
+
+
+#: Table 2's rows in the paper's words, in the order it reports them, with this project's variants.
+TABLE2_ROWS: dict[str, tuple[str, str]] = {
+    "none": ("RQA alone", "rqa_alone"),
+    "vanilla": ("+ VanillaReranker", "vanilla_reranker"),
+    "feedback_kl": ("+ FeedbackReranker", "feedback_reranker"),
+    "combined": ("+ CombinedReranker", "combined_reranker"),
+}
+
+
+def table2_check(accuracy: Mapping[str, float], contribution: Mapping[str, Any], rqa: str) -> ClaimCheck:
+    """The paper's Table 2 (its four rows, their order, and the feedback's contribution) against ours.
+
+    Args:
+        accuracy: Our accuracy (share) of the RQA alone (``none``), ``vanilla``, ``feedback_kl``
+            and ``combined`` on ``rqa``.
+        contribution: The comparison row of ``combined`` against ``vanilla`` on ``rqa`` (``delta``,
+            its CI, ``p_holm``): the feedback's contribution.
+        rqa: The RQA system.
+
+    Returns:
+        Reproduced where ``combined`` is significantly better than ``vanilla`` (Holm p < 0.05), the
+        paper's central claim; not reproduced otherwise. The orders are named either way.
+
+    Example:
+        >>> acc = {"none": 0.646, "vanilla": 0.654, "feedback_kl": 0.650, "combined": 0.651}
+        >>> row = {"delta": -0.0027, "delta_ci_low": -0.0099, "delta_ci_high": 0.0045, "p_holm": 1.0,
+        ...        "mde": 0.0131}
+        >>> check = table2_check(acc, row, "hybrid")
+        >>> check.verdict, check.found.split(";")[1].strip()
+        ('not reproduced', 'order: RQA alone < + FeedbackReranker < + CombinedReranker < + VanillaReranker')
+    """
+    paper = " < ".join(
+        TABLE2_ROWS[k][0]
+        for k in sorted(TABLE2_ROWS, key=lambda k: PAPER_OVERALL_ACCURACY[TABLE2_ROWS[k][1]])
+    )
+    ours = " < ".join(TABLE2_ROWS[k][0] for k in sorted(TABLE2_ROWS, key=lambda k: accuracy[k]))
+    figures = ", ".join(
+        f"{TABLE2_ROWS[k][0]} {PAPER_OVERALL_ACCURACY[v]:.2f}" for k, (_, v) in TABLE2_ROWS.items()
+    )
+    ours_figures = ", ".join(f"{TABLE2_ROWS[k][0]} {100 * accuracy[k]:.2f}" for k in TABLE2_ROWS)
+    better = contribution["p_holm"] < 0.05 and contribution["delta"] > 0
+    gain = PAPER_OVERALL_ACCURACY["combined_reranker"] - PAPER_OVERALL_ACCURACY["vanilla_reranker"]
+    return ClaimCheck(
+        claim=f"with its BERT RQA, {figures}; order: {paper}; the feedback adds {gain:+.2f} points to "
+        "the QA-only reranker (Combined minus Vanilla).",
+        found=f"on {rqa}, {ours_figures}; order: {ours}; the feedback adds {change_text(contribution)}.",
+        verdict="reproduced" if better else "not reproduced",
+    )
