@@ -32,6 +32,7 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.compare import verdict
+from fqa_analysis.core.paper import loss_check
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, plot_reliability
 from fqa_analysis.core.ratings import item_ratings, predicted_rating
 from fqa_analysis.core.report import (
@@ -122,6 +123,14 @@ if READY:
     seeded = seed_tests.set_index(["metric", "subset", "reranker"]).sort_index()
     seed_kl = seeded.loc[("kl", "all")]
     kept = [v for v in better if verdict(seed_kl.loc[v], higher_is_better=False) == "better"]
+    if "feedback_ce_majority" in LOSSES:
+        display(
+            Markdown(
+                loss_check(
+                    kl_rows.loc["feedback_ce_majority"], seed_kl.loc["feedback_ce_majority"]
+                ).markdown()
+            )
+        )
     lines = [
         f"**Which loss?** The lowest KL to the annotators on feedback_test is `{best_kl}`'s "
         f"({means.loc[best_kl, 'kl']:.3f} nats, seed mean"

@@ -34,6 +34,7 @@ from IPython.display import Markdown, display
 
 from fqa_analysis import data
 from fqa_analysis.core.compare import significance_counts
+from fqa_analysis.core.paper import score_rule_check
 from fqa_analysis.core.plots import plot_gains
 from fqa_analysis.core.report import breakable, change_text, comparison_table, mean_sd_table
 from fqa_analysis.core.reranking import (
@@ -71,6 +72,7 @@ separation = score_separation(candidates)
 # Computed from `results/` when the book is built:
 
 # %% tags=["hide-input"]
+display(Markdown(score_rule_check(ablation, "hybrid").markdown()))
 sig = significance_counts(ablation)
 hyb = ablation[ablation["rqa"] == "hybrid"].set_index("reranker")
 sep = separation[separation["rqa"] == "hybrid"].set_index("reranker")

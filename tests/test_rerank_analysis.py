@@ -356,3 +356,27 @@ def test_table2_check_names_both_orders_and_reproduces_only_a_significant_contri
     assert table2_check(acc, {**row, "p_holm": 0.2}, "hybrid").verdict == "not reproduced"
     with pytest.raises(ValueError, match="verdict 'maybe'"):
         ClaimCheck("a", "b", "maybe")
+
+
+def test_score_rule_and_loss_checks_by_hand() -> None:
+    from fqa_analysis.core.paper import loss_check, score_rule_check
+
+    # P(Excellent) significantly better (E[y]/3 - P(Exc) < 0, Holm p < 0.05) in 2 of 3 pairs: reproduced
+    t = pd.DataFrame(
+        {
+            "rqa": ["hybrid", "hybrid", "bm25"],
+            "reranker": ["x", "y", "x"],
+            "delta": [-0.01, -0.02, 0.001],
+            "p_holm": [0.01, 0.001, 0.8],
+        }
+    )
+    check = score_rule_check(t, "hybrid")
+    assert check.verdict == "reproduced"
+    assert check.found.startswith("E[y]/3 minus P(Excellent) is -2.00 to -1.00 points on hybrid")
+    assert "significantly better in 2 and worse in 0 (Holm over the 3)" in check.found
+    assert score_rule_check(t.assign(p_holm=0.5), "hybrid").verdict == "not reproduced"
+    # the loss: worse KL under the item bootstrap but not once seeds are resampled: not reproduced
+    row = {"delta": 0.043, "delta_ci_low": 0.032, "delta_ci_high": 0.053, "p_holm": 0.0002}
+    assert loss_check(row, {**row, "p_holm": 0.04}).verdict == "reproduced"
+    assert loss_check(row, {**row, "p_holm": 0.2}).verdict == "not reproduced"
+    assert "Holm p 0.20." in loss_check(row, {**row, "p_holm": 0.2}).found

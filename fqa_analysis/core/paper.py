@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fqa_analysis.core.report import change_text
+from fqa_analysis.core.report import change_text, holm_p_text
 
 __all__ = [
     "CLAIM_VERDICTS",
@@ -17,6 +17,8 @@ __all__ = [
     "PAPER_OVERALL_ACCURACY",
     "TABLE2_ROWS",
     "ClaimCheck",
+    "loss_check",
+    "score_rule_check",
     "table2_check",
 ]
 
@@ -121,4 +123,65 @@ def table2_check(accuracy: Mapping[str, float], contribution: Mapping[str, Any],
         "the QA-only reranker (Combined minus Vanilla).",
         found=f"on {rqa}, {ours_figures}; order: {ours}; the feedback adds {change_text(contribution)}.",
         verdict="reproduced" if better else "not reproduced",
+    )
+
+
+def score_rule_check(table: Any, rqa: str) -> ClaimCheck:
+    """The paper's scoring rule claim: P(Excellent) beats the normalised expected rating E[y]/3.
+
+    Args:
+        table: The score ablation's comparison rows (``rqa``, ``reranker``, ``delta`` = E[y]/3 minus
+            P(Excellent) as a share, its CI, ``p_holm``), one Holm family over every row.
+        rqa: The RQA system whose rows the box names.
+
+    Returns:
+        Reproduced where P(Excellent) is significantly better (E[y]/3 significantly worse) in most
+        (RQA, reranker) pairs; not reproduced otherwise.
+
+    Example:
+        >>> import pandas as pd
+        >>> t = pd.DataFrame({"rqa": ["hybrid", "bm25"], "reranker": ["x", "x"], "delta": [-0.001, 0.002],
+        ...     "delta_ci_low": [-0.004, -0.001], "delta_ci_high": [0.002, 0.005], "p_holm": [0.9, 0.6],
+        ...     "mde": [0.006, 0.006]})
+        >>> score_rule_check(t, "hybrid").verdict
+        'not reproduced'
+    """
+    worse = int(((table["p_holm"] < 0.05) & (table["delta"] < 0)).sum())
+    better = int(((table["p_holm"] < 0.05) & (table["delta"] > 0)).sum())
+    rows = table[table["rqa"] == rqa]
+    span = f"{100 * rows['delta'].min():+.2f} to {100 * rows['delta'].max():+.2f}"
+    return ClaimCheck(
+        claim="ranking the candidates by P(Excellent) beats ranking them by the normalised expected rating "
+        "(E[y]/3, Bad = 0 .. Excellent = 3).",
+        found=f"E[y]/3 minus P(Excellent) is {span} points on {rqa} over the rerankers; over all "
+        f"{len(table)} (RQA, reranker) pairs P(Excellent) is significantly better in {worse} and worse in "
+        f"{better} (Holm over the {len(table)}).",
+        verdict="reproduced" if worse > len(table) / 2 else "not reproduced",
+    )
+
+
+def loss_check(kl_row: Mapping[str, Any], kl_row_seeds: Mapping[str, Any]) -> ClaimCheck:
+    """The paper's loss claim: plain cross-entropy on the majority label calibrates worse than KL.
+
+    Args:
+        kl_row: ``feedback_ce_majority`` against ``feedback_kl`` in KL to the annotators on
+            feedback_test (paired over items, seeds averaged): ``delta`` (nats), its CI, ``p_holm``.
+        kl_row_seeds: The same comparison with each loss's seeds resampled too.
+
+    Returns:
+        Reproduced where the cross-entropy model's KL is significantly higher under both tests.
+
+    Example:
+        >>> row = {"delta": 0.043, "delta_ci_low": 0.032, "delta_ci_high": 0.053, "p_holm": 0.0002}
+        >>> loss_check(row, {**row, "p_holm": 0.04}).verdict
+        'reproduced'
+    """
+    worse = all(r["p_holm"] < 0.05 and r["delta"] > 0 for r in (kl_row, kl_row_seeds))
+    return ClaimCheck(
+        claim="training on the majority label with plain cross-entropy, ignoring how the annotators' "
+        "ratings spread, gives a worse-calibrated rating model than KL to their distribution.",
+        found="the majority-label model's KL to the annotators of feedback_test minus the KL-trained one's: "
+        f"{change_text(kl_row, 1.0, 3, 'nats')}; with each loss's seeds resampled too, Holm p "
+        f"{holm_p_text(kl_row_seeds)}.",
+        verdict="reproduced" if worse else "not reproduced",
     )
