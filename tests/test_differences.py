@@ -147,6 +147,8 @@ def _measured() -> object:
         return {
             "changed": changed,
             "relevance_kl": 0.3581,
+            "prior_kl": 0.5623,
+            "vanilla_auc": 0.818,
             "rqa_alone": 0.6456,
             "vanilla": combined - delta,
             "feedback_kl": 0.65,
@@ -199,6 +201,14 @@ def test_the_table_words_each_difference_from_its_measurement() -> None:
         "(seed 0)"
     )
     assert table["input length"].startswith("not varied in these results: a run of its own trains")
+    # a relevance model within 0.01 nats of its class prior's KL is said to have learned nothing
+    w = _measured()
+    w.factors.loc["2 of 6 layers", ["relevance_kl", "vanilla_auc"]] = [0.5614, 0.527]  # type: ignore[attr-defined]
+    flagged = difference_rows(w).set_index("difference").loc["the reranker's model", "what varying it did"]  # type: ignore[arg-type]
+    assert flagged.endswith(
+        "60.0% (its relevance model learned nothing beyond the class prior: held-out KL 0.561, the prior's "
+        "0.562; AUC 0.53) (seed 0)"
+    )
     # 0.5 points per doubling, se 0.2 / sqrt(2) (weights 25, spread of log2 pairs 2): CI +-0.277
     assert "0.00 at 100, +0.50 at 200, +1.00 at 400" in table["training feedback"]
     assert "+0.50 points per doubling, 95% CI [+0.22, +0.78]" in table["training feedback"]
@@ -265,6 +275,8 @@ def test_the_factor_view_shows_percent_and_each_comparison_with_its_interval() -
     assert book["contribution: combined - vanilla (points)"] == "-0.10 [-1.10, +0.90]"
     assert (book["its Holm p"], book["its Holm p "]) == ("0.85", "0.00040")
     assert book["relevance model's held-out KL (nats)"] == "0.358"
+    assert book["the same for the class prior (nats)"] == "0.562"
+    assert book["relevance model's AUC on the hybrid's top 5"] == "0.818"
     assert book["training the three models (min)"] == "73"
     assert view.columns.name == "setting" and view.index.name == "measure (seed 0)"
 

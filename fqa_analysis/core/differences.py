@@ -35,7 +35,7 @@ from fqa_analysis.core.compare import Comparison, compare, estimate, verdict
 from fqa_analysis.core.experiments import experiment_candidates
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.report import change_text, interval, p_text, signed_text
-from fqa_analysis.core.reranking import score_outcomes
+from fqa_analysis.core.reranking import score_outcomes, score_separation
 from fqa_analysis.core.results import (
     RERANK_RUN_FIELDS,
     comparable_config,
@@ -51,6 +51,7 @@ from fqa_analysis.data import FEEDBACK_DOMAINS
 __all__ = [
     "FACTOR_VARIANTS",
     "PAPER_CONTRIBUTION",
+    "PRIOR_MARGIN",
     "Projection",
     "WhyWeDiffer",
     "contribution_points",
@@ -65,6 +66,9 @@ __all__ = [
     "why_answer",
     "why_we_differ",
 ]
+
+#: A relevance model whose held-out KL is within this many nats of its class prior's learned nothing.
+PRIOR_MARGIN = 0.01
 
 #: What a factor run trains: the relevance model, the feedback alone and the two together.
 FACTOR_VARIANTS: tuple[str, ...] = ("vanilla", "feedback_kl", "combined")
@@ -135,6 +139,17 @@ def _alone(candidates: pd.DataFrame, rqa: str) -> dict[str, float]:
     }
 
 
+def _prior_kl(negatives: int) -> float:
+    """KL from one-hot pseudo ratings to their class prior (1 gold Excellent, ``negatives`` Bad), in nats.
+
+    Example:
+        >>> round(_prior_kl(3), 4)  # -(0.75 ln 0.75 + 0.25 ln 0.25)
+        0.5623
+    """
+    share = 1 / (negatives + 1)
+    return float(-(share * np.log(share) + (1 - share) * np.log(1 - share)))
+
+
 def paired_sd(outcomes: pd.DataFrame, system: str, baseline: str) -> float:
     """Per-question standard deviation of ``system``'s minus ``baseline``'s outcome (one seed each).
 
@@ -156,7 +171,9 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
     Per setting (one row each; the book's configuration first): ``changed`` (the configuration keys
     it changes, comma-separated; empty for the book's), accuracy of the RQA alone, of each
     variant reranking it, of ``combined`` alone (``combined_alone``: argmax P(Excellent) among the
-    top 5, with its bootstrap CI), ``train_minutes`` (the three models' training, float32 as
+    top 5, with its bootstrap CI), ``vanilla_auc`` (the relevance model's AUC of P(Excellent) on
+    those top 5), ``prior_kl`` (the held-out KL of the pseudo pairs' class prior, a model that
+    learned nothing), ``train_minutes`` (the three models' training, float32 as
     recorded), the relevance model's held-out KL at model selection, and two paired
     comparisons, Holm over the whole table (every setting x both): ``combined`` vs the RQA alone
     (the best gain) and ``combined`` vs ``vanilla`` (the feedback's own contribution, the paper's
@@ -183,11 +200,16 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
         accuracy = outcomes.groupby("reranker")["correct"].mean()
         relevance = entry["histories"].get("vanilla/seed0", {})
         counted = counted_seconds(entry)
+        seed0 = candidates[(candidates["rqa"] == rqa) & (candidates["seed"] == 0)]
+        separation = score_separation(seed0[seed0["reranker"] == "vanilla"]).set_index("reranker")
         rows.append(
             {
                 "setting": label,
                 "changed": changed_keys,
                 "relevance_kl": relevance.get("best_select_kl"),
+                # a relevance model at its pseudo pairs' class prior (one gold, n negatives) learned nothing
+                "prior_kl": _prior_kl(int(entry["config"].get("pseudo_negatives", 3))),
+                "vanilla_auc": float(separation["auc_p_excellent"].iloc[0]),
                 "rqa_alone": accuracy["none"],
                 **{v: accuracy[v] for v in FACTOR_VARIANTS},
                 **_alone(candidates, rqa),
@@ -470,6 +492,12 @@ def _factor_effects(w: WhyWeDiffer, key: str) -> str | None:
         f"{label}: the feedback's contribution {signed_text(100 * r['contribution_delta'])} points "
         f"{interval(100 * r['contribution_delta_ci_low'], 100 * r['contribution_delta_ci_high'])}, "
         f"combined + {w.rqa} {100 * r['combined']:.1f}%"
+        + (
+            f" (its relevance model learned nothing beyond the class prior: held-out KL "
+            f"{r['relevance_kl']:.3f}, the prior's {r['prior_kl']:.3f}; AUC {r['vanilla_auc']:.2f})"
+            if r["relevance_kl"] >= r["prior_kl"] - PRIOR_MARGIN
+            else ""
+        )
         for label, r in measured
     ]
     return "; ".join(parts) + " (seed 0)"
@@ -572,14 +600,16 @@ def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
 def why_answer(w: WhyWeDiffer, bold: bool = True) -> str:
     """The section's answer in one sentence, from the measurements (markdown; bold unless ``bold`` is False).
 
-    Every varied setting counts: each factor run and each point of the learning curve. "Comes near"
-    means its 95% CI reaches the paper's contribution.
+    Every varied setting counts: each factor run whose relevance model learned something (its held-out
+    KL below the class prior's) and each point of the learning curve. "Reaches" means its 95% CI
+    reaches the paper's contribution.
     """
     book: dict[str, Any] = {str(k): v for k, v in w.factors.loc["the book's configuration"].items()}
+    # a factor run whose relevance model learned nothing measures no contribution on top of one
     varied = [
         (str(k), float(r["contribution_delta"]), float(r["contribution_delta_ci_high"]))
         for k, r in w.factors.iterrows()
-        if r["changed"]
+        if r["changed"] and r["relevance_kl"] < r["prior_kl"] - PRIOR_MARGIN
     ]
     varied += [
         (f"{int(r['pairs']):,} rated pairs", float(r["delta"]), float(r["delta_ci_high"]))
@@ -621,6 +651,8 @@ def factor_view(w: WhyWeDiffer) -> pd.DataFrame:
 
     rows = {
         "relevance model's held-out KL (nats)": [f"{v:.3f}" for v in t["relevance_kl"]],
+        "the same for the class prior (nats)": [f"{v:.3f}" for v in t["prior_kl"]],
+        f"relevance model's AUC on the {w.rqa}'s top 5": [f"{v:.3f}" for v in t["vanilla_auc"]],
         f"{w.rqa} alone (%)": [f"{100 * v:.1f}" for v in t["rqa_alone"]],
         **{f"+ {v} (%)": [f"{100 * x:.1f}" for x in t[v]] for v in FACTOR_VARIANTS},
         "combined alone (%)": [f"{100 * v:.1f}" for v in t["combined_alone"]],
