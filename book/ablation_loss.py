@@ -40,7 +40,6 @@ from fqa_analysis.core.report import (
     change_text,
     comparison_table,
     holm_p_text,
-    interval,
     plus_minus,
     ranked_counts,
     signed_text,
@@ -366,7 +365,7 @@ if READY:
 # %% [markdown]
 # ## Are the differences significant?
 #
-# Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset); CIs unadjusted. That bootstrap resamples items, not training seeds: it asks whether the losses differ *as trained with these seeds*. The last two columns ask whether they differ more than another draw of seeds would make them: the same test with each loss's three seeds resampled as well (a two-level bootstrap: seeds, then items), its CI and Holm p. For KL a negative delta means the loss is *better* than KL.
+# Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset); CIs unadjusted. That bootstrap resamples items, not training seeds: it asks whether the losses differ *as trained with these seeds*. The last column asks whether they differ more than another draw of seeds would make them: the Holm p of the same test with each loss's three seeds resampled as well (a two-level bootstrap: seeds, then items). For KL a negative delta means the loss is *better* than KL.
 
 # %% tags=["hide-input"]
 if READY:
@@ -390,10 +389,7 @@ if READY:
         # the same rows in the same order as the table
         resampled = seed_tests[seed_tests["metric"] == metric].set_index(["subset", "reranker"])
         resampled = resampled.loc[part.set_index(["subset", "reranker"]).index]
-        shown["95% CI, seeds resampled"] = [
-            interval(r["delta_ci_low"], r["delta_ci_high"], 3) for _, r in resampled.iterrows()
-        ]
-        shown["Holm p, seeds resampled"] = [holm_p_text(r) for _, r in resampled.iterrows()]
+        shown["p (Holm), seeds resampled"] = [holm_p_text(r) for _, r in resampled.iterrows()]
         display(shown)
 
 

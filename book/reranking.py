@@ -413,7 +413,7 @@ comparison_table(ordered(macro.table), names=["RQA", "reranker"]).rename(index=b
 # %% [markdown]
 # ## Does feedback add to QA data?
 #
-# The paper's own claim: its CombinedReranker (QA data + feedback) beats its VanillaReranker (QA data alone) by 1.99 points, and its FeedbackReranker beats Vanilla by 0.61. Here `combined` and `feedback_kl` against `vanilla`, the relevance model both continue from, on every RQA system; the same paired test as above, Holm over the whole family (named above the table). Δ is the reranker's accuracy minus `vanilla`'s, in points. The last two columns repeat the test with each reranker's three training seeds resampled as well (a two-level bootstrap: seeds, then questions): a difference no larger than another draw of seeds would make is then not told apart. `vanilla` is one model (seed 0) and every seed of the others continues from it, so neither test sees how much another relevance model would differ.
+# The paper's own claim: its CombinedReranker (QA data + feedback) beats its VanillaReranker (QA data alone) by 1.99 points, and its FeedbackReranker beats Vanilla by 0.61. Here `combined` and `feedback_kl` against `vanilla`, the relevance model both continue from, on every RQA system; the same paired test as above, Holm over the whole family (named above the table). Δ is the reranker's accuracy minus `vanilla`'s, in points. The last column repeats the test with each reranker's three training seeds resampled as well (a two-level bootstrap: seeds, then questions): a difference no larger than another draw of seeds would make is then not told apart. `vanilla` is one model (seed 0) and every seed of the others continues from it, so neither test sees how much another relevance model would differ.
 
 # %% tags=["hide-input"]
 if over_qa is None:
@@ -422,10 +422,7 @@ else:
     print(over_qa.signature())
     shown = comparison_table(ordered(over_qa.table), names=("RQA", "reranker vs vanilla"))
     resampled = over_qa_seeds.table.loc[ordered(over_qa.table).index]  # the table's rows, in its order
-    shown["95% CI, seeds resampled"] = [
-        interval(100 * r["delta_ci_low"], 100 * r["delta_ci_high"]) for _, r in resampled.iterrows()
-    ]
-    shown["Holm p, seeds resampled"] = [holm_p_text(r) for _, r in resampled.iterrows()]
+    shown["p (Holm), seeds resampled"] = [holm_p_text(r) for _, r in resampled.iterrows()]
     display(shown)
 
 # %% [markdown]
