@@ -150,7 +150,7 @@ if READY:
                 + (
                     f"{', '.join(f'`{v}`' for v in kept)} stay{'s' if len(kept) == 1 else ''} below it"
                     if kept
-                    else "the difference is not told apart from another draw of seeds"
+                    else "that all-items difference is not told apart from another draw of seeds"
                 )
                 + " ("
                 + "; ".join(f"`{v}` Holm p {holm_p_text(seed_kl.loc[v])}" for v in better)
@@ -204,7 +204,8 @@ if READY:
     significant = qa_rows[qa_rows["p_holm"] < 0.05]
     lines.append(
         f"QA accuracy against feedback_kl: significantly different in {len(significant)} of {len(qa_rows)} "
-        "(RQA, loss) pairs (Holm over the losses within each RQA)"
+        "(RQA, loss) pairs (Holm over the losses within each RQA; each loss's seeds averaged per question, "
+        "not resampled)"
         + (
             ": "
             + "; ".join(
@@ -365,7 +366,7 @@ if READY:
 # %% [markdown]
 # ## Are the differences significant?
 #
-# Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset); CIs unadjusted. That bootstrap resamples items, not training seeds: it asks whether the losses differ *as trained with these seeds*. The last column asks whether they differ more than another draw of seeds would make them: the Holm p of the same test with each loss's three seeds resampled as well (a two-level bootstrap: seeds, then items). For KL a negative delta means the loss is *better* than KL.
+# Per item, KL and argmax-correctness are averaged over the seeds each loss has; each cross-entropy loss is compared with `feedback_kl` by a paired bootstrap over items (stratified by domain, B = 10,000), on all items and within each agreement subset; Holm over the cross-entropy losses present within a (metric, subset); CIs unadjusted. That bootstrap resamples items, not training seeds: it asks whether the losses differ *as trained with these seeds*. The last column asks whether they differ more than another draw of seeds would make them: the Holm p of the same test with each loss's three seeds resampled as well (a two-level bootstrap: seeds, then items). Δ is each loss minus `feedback_kl`; for KL a negative Δ means the loss is *better* than `feedback_kl`.
 
 # %% tags=["hide-input"]
 if READY:
@@ -383,7 +384,7 @@ if READY:
             scale=1.0,
             digits=3,
             mean_header=header,
-            delta_header=f"Δ vs KL ({unit})",
+            delta_header=f"Δ ({unit})",
             wtl=False,
         )
         # the same rows in the same order as the table

@@ -271,7 +271,8 @@ if READY:
     # verdict from the test that resamples both models' seeds too (the stricter of the two)
     qa_words = {r: verdict(vs_rate_only_seeds.table.loc[(r, OURS)], with_mde=False) for r in SYSTEMS}
     kl_word = verdict(item_tests_seeds["kl"].loc[OURS], with_mde=False, higher_is_better=False)
-    helped = "better" in [*qa_words.values(), kl_word]
+    argmax_word = verdict(item_tests_seeds["correct"].loc[OURS], with_mde=False)
+    helped = "better" in [*qa_words.values(), kl_word, argmax_word]
     lines = [
         "**In plain words:** learning to explain first "
         + (
@@ -281,7 +282,8 @@ if READY:
         )
         + " rate-only, its QA accuracy is "
         + " and ".join(f"{w} on {r}" for r, w in qa_words.items())
-        + f", and its ratings are {kl_word} in KL to the annotators (verdicts at Holm p < 0.05, with each "
+        + f", and its ratings are {kl_word} in KL to the annotators and {argmax_word} in agreeing with their "
+        "majority (verdicts at Holm p < 0.05, with each "
         "model's training seeds resampled as well as the questions or items; numbers below)."
     ]
     if PAPER_SHOWN:
@@ -502,24 +504,32 @@ else:
 
 
 # %% [markdown]
-# Paired over items (per item, the seed-averaged KL and argmax correctness; bootstrap stratified by domain; Holm over the explain-then-rate forms shown, within each metric):
+# Paired over items (per item, the seed-averaged KL and argmax correctness; bootstrap stratified by domain; Holm over the explain-then-rate forms shown, within each metric). The last column is the Holm p of the same test with each model's training seeds resampled as well (a two-level bootstrap: seeds, then items), the test the findings' verdicts use:
 
 # %% tags=["hide-input"]
 if READY:
     print(item_comparisons["kl"].signature())
+
+    def with_seeds(metric):
+        """The metric's table with the seed-resampled test's Holm p as its last column."""
+        shown = comparison_table(
+            item_tests[metric].rename(index=NAMES),
+            names=["reranker"],
+            scale=1.0,
+            digits=3,
+            mean_header="explain-then-rate",
+            delta_header="Δ vs rate-only",
+            mde_header="MDE (Δ's unit)",
+            wtl=False,
+        )
+        resampled = item_tests_seeds[metric].loc[item_tests[metric].index]  # the same rows, in order
+        shown["p (Holm), seeds resampled"] = [holm_p_text(r) for _, r in resampled.iterrows()]
+        return shown
+
     display(
         pd.concat(
             {
-                name: comparison_table(
-                    item_tests[metric].rename(index=NAMES),
-                    names=["reranker"],
-                    scale=1.0,
-                    digits=3,
-                    mean_header="explain-then-rate",
-                    delta_header="Δ vs rate-only",
-                    mde_header="MDE (Δ's unit)",
-                    wtl=False,
-                )
+                name: with_seeds(metric)
                 for metric, name in (("kl", "KL (nats)"), ("correct", "argmax accuracy (share)"))
             },
             names=["metric"],

@@ -238,7 +238,7 @@ if "combined" in PRESENT and "vanilla" in PRESENT:
     # why ours differs from the paper's: every difference varied here, measured (core.differences)
     why = why_we_differ(RESULTS, RQA)
     short.append(
-        f"Why our numbers differ from the paper's ({{doc}}`reranking`, the section of that name; on {RQA}): "
+        f"Why our numbers differ from the paper's ({{doc}}`reranking`, the section of that name; on {RQA}). "
         + why_answer(why, bold=False)
     )
 if headline:

@@ -46,7 +46,7 @@ from fqa_analysis.models.retrieval import SYSTEMS, FineTuneConfig
 from fqa_analysis.profiling import announce, duration_text
 from fqa_analysis.stages.beyond import RUN_KINDS, BeyondRunConfig, RunSelectionError
 from fqa_analysis.stages.explain_rate import ExplainRateRunConfig
-from fqa_analysis.stages.manifest import ConfigurationMismatchError, pin_commit
+from fqa_analysis.stages.manifest import ConfigurationMismatchError, pinned_commit
 from fqa_analysis.stages.plan import PlannedRun, data_fingerprint, plan_lines, plan_stage
 from fqa_analysis.stages.relevance import RECIPES, RelevanceRunConfig
 from fqa_analysis.stages.rqa import K, RQARunConfig
@@ -850,9 +850,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         return 0
     from transformers.utils import logging as hf_logging
 
-    pin_commit()  # the code this command runs is the code as it starts, whatever is committed meanwhile
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # its bars name no step: ours do
     calls = _stage_calls(configs, data_dir, args)
+    # the code this command runs is the code as it starts, whatever is committed meanwhile
+    with pinned_commit():
+        _run_calls(calls, plan)
+    return 0
+
+
+def _run_calls(calls: list[tuple[str, Callable[[], Any]]], plan: list[PlannedRun]) -> None:
+    """Run each stage call with its progress line, in order."""
     for number, (entry, call) in enumerate(calls, 1):
         runs = [p for p in plan if p.stage == entry and p.run != "(shared)"]
         todo = [p for p in plan if p.stage == entry and p.status == "compute"]
@@ -866,7 +873,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         with announce(entry, seconds, [p.run for p in runs]):
             _report(call())
-    return 0
 
 
 def _stage_calls(

@@ -85,8 +85,8 @@ def test_a_factor_run_is_set_beside_the_book_with_its_changed_setting_in_words(t
     _folder(results / "factors" / "running", _LIFT, 4, ("vanilla",))  # in progress: left out
     assert list(factor_folders(results)) == ["layers2", "running"]
     table, comparison = factor_table(results)
-    assert list(table.index) == ["the book's configuration", "2 of 6 layers"]
-    book, small = table.loc["the book's configuration"], table.loc["2 of 6 layers"]
+    assert list(table.index) == ["the book's configuration", "the first 2 of MiniLM's 6 layers"]
+    book, small = table.loc["the book's configuration"], table.loc["the first 2 of MiniLM's 6 layers"]
     assert (book["rqa_alone"], book["vanilla"], book["feedback_kl"], book["combined"]) == (0.5, 0.5, 0.5, 1.0)
     assert (book["gain_delta"], book["contribution_delta"]) == (0.5, 0.5)
     assert (small["combined"], small["contribution_delta"], small["gain_delta"]) == (0.5, 0.0, 0.0)
@@ -186,6 +186,10 @@ def _measured() -> object:
         rqa="hybrid",
         training_pairs=400,
         questions=1600,
+        contribution=pd.Series(
+            {"delta": -0.0027, "delta_ci_low": -0.0099, "delta_ci_high": 0.0045, "p_holm": 1.0, "mde": 0.0131}
+        ),
+        contribution_family=8,
     )
 
 
@@ -196,7 +200,8 @@ def test_the_table_words_each_difference_from_its_measurement() -> None:
         difference_rows(_measured()).set_index("difference")["what varying it did"].str.replace("\xa0", " ")
     )
     assert table["the reranker's model"].endswith(
-        "the book's: the feedback's contribution -0.10 points [-1.10, +0.90], combined + hybrid 65.3%; "
+        "the book's configuration (6 layers): the feedback's contribution -0.10 points [-1.10, +0.90], "
+        "combined + hybrid 65.3%; "
         "2 of 6 layers: the feedback's contribution +0.40 points [-0.60, +1.40], combined + hybrid 60.0% "
         "(seed 0)"
     )
@@ -206,8 +211,8 @@ def test_the_table_words_each_difference_from_its_measurement() -> None:
     w.factors.loc["2 of 6 layers", ["relevance_kl", "vanilla_auc"]] = [0.5614, 0.527]  # type: ignore[attr-defined]
     flagged = difference_rows(w).set_index("difference").loc["the reranker's model", "what varying it did"]  # type: ignore[arg-type]
     assert flagged.endswith(
-        "60.0% (its relevance model learned nothing beyond the class prior: held-out KL 0.561, the prior's "
-        "0.562; AUC 0.53) (seed 0)"
+        "60.0% (its relevance model learned nothing: held-out KL 0.561, as always predicting the pseudo "
+        "pairs' label shares, 0.562; AUC 0.53) (seed 0)"
     )
     # 0.5 points per doubling, se 0.2 / sqrt(2) (weights 25, spread of log2 pairs 2): CI +-0.277
     assert "0.00 at 100, +0.50 at 200, +1.00 at 400" in table["training feedback"]
@@ -248,14 +253,27 @@ def test_the_answer_names_the_largest_varied_contribution_and_whether_any_reache
 
     w = _measured()
     text = why_answer(w).replace("\xa0", " ")  # type: ignore[arg-type]
-    # the curve's 400-pair point: +1.00, CI up to +2.01 >= 1.99; the 2-layer run's +0.40 reaches +1.40 only
-    assert text.startswith("**The feedback's own contribution is -0.10 points here (95% CI [-1.10, +0.90])")
-    assert "would detect with power 0.978" in text
-    assert text.endswith(
-        "1 setting(s) varied here reach it within their 95% CI (the largest: +1.00 with 400 rated pairs).**"
+    # the book's number is the seed-averaged comparison, as the reranking chapter tests it
+    assert text.startswith(
+        "**The feedback's own contribution here (combined minus vanilla on hybrid, seeds averaged) is "
+        "-0.27 points, unadjusted CI [-0.99, +0.45], Holm p 1.00, MDE 1.31, against the paper's +1.99"
     )
+    assert "would detect with power 0.978" in text
+    # the curve's 400-pair point: +1.00, CI up to +2.01 >= 1.99; the 2-layer run's +0.40 reaches +1.40 only
+    assert "1 of the settings varied here reach it within their 95% CI (the largest: +1.00 points, " in text
+    assert "feedback_kl on 400 rated pairs)." in text
+    # rows "not varied" are named, and what cannot be obtained
+    assert "Not varied yet: input length, negatives of the QA-only model, the relevance model's seed." in text
+    assert text.endswith("BART-large and the paper's training feedback cannot be obtained here.**")
     lower = replace(w, curve=w.curve.assign(delta_ci_high=[0.004, 0.009, 0.0198]))  # type: ignore[type-var]
-    assert why_answer(lower).endswith("upper end (the largest: +1.00 with 400 rated pairs).**")
+    assert "none of the settings varied here reaches it" in why_answer(lower)
+    # a factor run whose relevance model learned nothing is left out of the largest
+    blind = _measured()
+    blind.factors.loc["2 of 6 layers", ["relevance_kl", "contribution_delta"]] = [0.5620, 0.05]  # type: ignore[attr-defined]
+    assert "2 of 6 layers" not in why_answer(blind)  # type: ignore[arg-type]
+    assert "2 of 6 layers (combined minus vanilla, seed 0)" in why_answer(  # type: ignore[arg-type]
+        replace(_measured(), curve=w.curve.assign(delta=[-0.01] * 3, delta_ci_high=[0.0] * 3))  # type: ignore[type-var]
+    )
 
 
 def test_the_factor_view_shows_percent_and_each_comparison_with_its_interval() -> None:
@@ -275,7 +293,7 @@ def test_the_factor_view_shows_percent_and_each_comparison_with_its_interval() -
     assert book["contribution: combined - vanilla (points)"] == "-0.10 [-1.10, +0.90]"
     assert (book["its Holm p"], book["its Holm p "]) == ("0.85", "0.00040")
     assert book["relevance model's held-out KL (nats)"] == "0.358"
-    assert book["the same for the class prior (nats)"] == "0.562"
+    assert book["the same, always predicting the pseudo pairs' label shares (nats)"] == "0.562"
     assert book["relevance model's AUC on the hybrid's top 5"] == "0.818"
     assert book["training the three models (min)"] == "73"
     assert view.columns.name == "setting" and view.index.name == "measure (seed 0)"
@@ -289,7 +307,7 @@ def test_contribution_points_list_the_factor_table_then_the_curve_in_points() ->
     w.curve["p_holm"] = [1.0, 0.2, 0.03]  # type: ignore[attr-defined]
     points = contribution_points(w)  # type: ignore[arg-type]
     assert list(points["label"]) == [
-        "book's configuration",
+        "book's configuration (seed 0)",
         "2 of 6 layers",
         "100 rated pairs",
         "200 rated pairs",

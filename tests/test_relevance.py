@@ -167,14 +167,14 @@ def test_a_run_records_the_commit_it_started_from(tmp_path: Path, monkeypatch: p
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
     first = git("rev-parse", "HEAD")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(manifest, "_PINNED", {})
-    assert manifest.pin_commit() == first
-    # work goes on while the run trains: a new commit and an uncommitted change
-    (tmp_path / "code.py").write_text("x = 2\n")
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "second")
-    (tmp_path / "code.py").write_text("x = 3\n")
-    assert manifest.provenance({}, "v")["git_commit"] == first
-    monkeypatch.setattr(manifest, "_PINNED", {})  # unpinned: the tree as it is now
+    with manifest.pinned_commit() as pinned:
+        assert pinned == first
+        # work goes on while the run trains: a new commit and an uncommitted change
+        (tmp_path / "code.py").write_text("x = 2\n")
+        git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "second")
+        (tmp_path / "code.py").write_text("x = 3\n")
+        assert manifest.provenance({}, "v")["git_commit"] == first
+    # after the block: the tree as it is now
     assert manifest.provenance({}, "v")["git_commit"] == git("rev-parse", "HEAD") + "+dirty"
 
 

@@ -35,7 +35,7 @@ from fqa_analysis.core.compare import Comparison, compare, estimate, verdict
 from fqa_analysis.core.experiments import experiment_candidates
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.report import change_text, interval, p_text, signed_text
-from fqa_analysis.core.reranking import score_outcomes, score_separation
+from fqa_analysis.core.reranking import compare_family, feedback_pairs, score_outcomes, score_separation
 from fqa_analysis.core.results import (
     RERANK_RUN_FIELDS,
     comparable_config,
@@ -46,6 +46,7 @@ from fqa_analysis.core.results import (
     load_table,
     relevance_seed_folder,
 )
+from fqa_analysis.core.stats import MDE_ALPHA
 from fqa_analysis.data import FEEDBACK_DOMAINS
 
 __all__ = [
@@ -106,7 +107,7 @@ def _commits(entries: Iterable[dict[str, Any]]) -> str:
 
 def _setting_label(changed: dict[str, Any]) -> str:
     """A changed setting in a reader's words ('2 layers', '256 tokens'); the key otherwise."""
-    words = {"model.encoder_layers": "{} of 6 layers", "model.max_len": "{} tokens"}
+    words = {"model.encoder_layers": "the first {} of MiniLM's 6 layers", "model.max_len": "{} tokens"}
     parts = [words.get(k, k.rsplit(".", 1)[-1] + " {}").format(v) for k, v in changed.items()]
     return ", ".join(parts) or "the book's configuration"
 
@@ -377,7 +378,7 @@ def power_projection(
     spread = float(np.sum(w * (x - center_x) ** 2))
     slope = float(np.sum(w * (x - center_x) * (y - center_y)) / spread)
     z_alpha = float(norm.ppf(1 - alpha / 2))
-    half = z_alpha * math.sqrt(1 / spread)
+    half = float(norm.ppf(0.975)) * math.sqrt(1 / spread)  # the slope's 95% CI, whatever the test's level
     error = sd / math.sqrt(questions)
     # power of the two-sided test at a true difference of target (both tails)
     power_at_target = float(norm.cdf(target / error - z_alpha) + norm.cdf(-target / error - z_alpha))
@@ -424,6 +425,9 @@ class WhyWeDiffer:
         questions: Test questions of the comparisons (the four feedback domains).
         relevance_seeds: :func:`relevance_seed_spread`'s table, where the folder has other seeds
             of the relevance model.
+        contribution: ``combined`` against ``vanilla`` on ``rqa``, seeds averaged, from the reranking
+            chapter's family (:func:`~fqa_analysis.core.reranking.compare_family`): the book's number.
+        contribution_family: That family's size (the projection's power is taken at Holm's level).
     """
 
     factors: pd.DataFrame
@@ -438,22 +442,39 @@ class WhyWeDiffer:
     training_pairs: int
     questions: int
     relevance_seeds: pd.DataFrame | None = None
+    contribution: pd.Series | None = None
+    contribution_family: int = 1
 
 
 def why_we_differ(results: Path, rqa: str = "hybrid") -> WhyWeDiffer:
     """Measure every difference from the paper this results folder lets us vary (see the module)."""
     factors, factor_comparison = factor_table(results, rqa)
     curve, curve_comparison = feedback_curve(results)
-    book = factors.loc["the book's configuration"]
-    questions = int(curve_comparison.table["n"].iloc[0])
+    candidates = load_candidates(results)
+    # the book's own test of the contribution: the reranking chapter's family (each reranker of the
+    # paper's claim vs vanilla on every rescored RQA system, seeds averaged, Holm over all of them)
+    rescored = sorted(set(candidates.loc[candidates["reranker"] != "none", "rqa"]))
+    pairs = feedback_pairs(set(candidates["reranker"]))
+    claimed = _outcomes(candidates, rescored, ["vanilla", *(v for v, _ in pairs)])
+    family = compare_family(
+        claimed,
+        pairs,
+        commit=_commits([load_stage(results, "rerank")]),
+    )
+    contribution = pd.Series(family.table.xs((rqa, "combined")))
+    on_rqa = claimed[claimed["rqa"] == rqa]
+    keys = ["reranker", "domain", "split", "question_id"]
+    seed_means = pd.DataFrame(on_rqa.groupby(keys, as_index=False)["correct"].mean())
+    questions = int(contribution["n"])
     projection = power_projection(
         curve["pairs"].tolist(),
         (100 * curve["delta"]).tolist(),
         (100 * (curve["delta_ci_high"] - curve["delta_ci_low"]) / (2 * norm.ppf(0.975))).tolist(),
-        sd=100 * float(book["contribution_sd"]),
+        sd=100 * paired_sd(seed_means, "combined", "vanilla"),
         questions=questions,
+        # the level Holm asks of the family's smallest p, as every MDE of the book
+        alpha=MDE_ALPHA / family.family_size,
     )
-    candidates = load_candidates(results)
     start_comparison = compare(
         _outcomes(candidates, [rqa], ["feedback_kl", "feedback_kl_scratch"]),
         system="reranker",
@@ -477,6 +498,8 @@ def why_we_differ(results: Path, rqa: str = "hybrid") -> WhyWeDiffer:
         training_pairs=int(curve.loc[curve["share"] == 1.0, "pairs"].iloc[0]),
         questions=questions,
         relevance_seeds=None if (spread := relevance_seed_spread(results)) is None else spread[0],
+        contribution=contribution,
+        contribution_family=family.family_size,
     )
 
 
@@ -486,15 +509,15 @@ def _factor_effects(w: WhyWeDiffer, key: str) -> str | None:
     if rows.empty:
         return None
     book = w.factors.loc["the book's configuration"]
-    measured: list[tuple[str, Any]] = [("the book's", book.to_dict())]
+    measured: list[tuple[str, Any]] = [("the book's configuration (6 layers)", book.to_dict())]
     measured += [(str(label), r.to_dict()) for label, r in rows.iterrows()]
     parts = [
         f"{label}: the feedback's contribution {signed_text(100 * r['contribution_delta'])} points "
         f"{interval(100 * r['contribution_delta_ci_low'], 100 * r['contribution_delta_ci_high'])}, "
         f"combined + {w.rqa} {100 * r['combined']:.1f}%"
         + (
-            f" (its relevance model learned nothing beyond the class prior: held-out KL "
-            f"{r['relevance_kl']:.3f}, the prior's {r['prior_kl']:.3f}; AUC {r['vanilla_auc']:.2f})"
+            f" (its relevance model learned nothing: held-out KL {r['relevance_kl']:.3f}, as always "
+            f"predicting the pseudo pairs' label shares, {r['prior_kl']:.3f}; AUC {r['vanilla_auc']:.2f})"
             if r["relevance_kl"] >= r["prior_kl"] - PRIOR_MARGIN
             else ""
         )
@@ -558,7 +581,8 @@ def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
             "the reranker's model",
             "BART-large (about 400M parameters)",
             "all-MiniLM-L6-v2 cross-encoder (22.7M), every layer trained",
-            "BART-large cannot be obtained here; its nearest proxy, the cross-encoder's capacity: "
+            "BART-large cannot be obtained here. Its nearest proxy, the cross-encoder's capacity (a "
+            "cross-encoder cut to MiniLM's first layers): "
             + (_factor_effects(w, "model.encoder_layers") or not_varied),
         ),
         (
@@ -598,39 +622,51 @@ def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
 
 
 def why_answer(w: WhyWeDiffer, bold: bool = True) -> str:
-    """The section's answer in one sentence, from the measurements (markdown; bold unless ``bold`` is False).
+    """The section's answer, from the measurements (markdown; bold unless ``bold`` is False).
 
-    Every varied setting counts: each factor run whose relevance model learned something (its held-out
-    KL below the class prior's) and each point of the learning curve. "Reaches" means its 95% CI
-    reaches the paper's contribution.
+    The book's contribution (``combined`` minus ``vanilla``, seeds averaged, as the reranking
+    chapter tests it), the power the test set has for the paper's, the largest contribution among
+    the settings varied (each factor run whose relevance model learned something, each share of the
+    learning curve; "reaches" means its 95% CI reaches the paper's), and the differences not varied.
     """
-    book: dict[str, Any] = {str(k): v for k, v in w.factors.loc["the book's configuration"].items()}
-    # a factor run whose relevance model learned nothing measures no contribution on top of one
-    varied = [
-        (str(k), float(r["contribution_delta"]), float(r["contribution_delta_ci_high"]))
+    if w.contribution is None:
+        raise ValueError("why_answer needs the book's contribution (why_we_differ computes it)")
+    row = {str(k): v for k, v in w.contribution.items()}
+    informative = [
+        (
+            f"{k} (combined minus vanilla, seed 0)",
+            float(r["contribution_delta"]),
+            float(r["contribution_delta_ci_high"]),
+        )
         for k, r in w.factors.iterrows()
         if r["changed"] and r["relevance_kl"] < r["prior_kl"] - PRIOR_MARGIN
     ]
-    varied += [
-        (f"{int(r['pairs']):,} rated pairs", float(r["delta"]), float(r["delta_ci_high"]))
+    informative += [
+        (f"feedback_kl on {int(r['pairs']):,} rated pairs", float(r["delta"]), float(r["delta_ci_high"]))
         for _, r in w.curve.iterrows()
     ]
     p = w.projection
-    near = [v for v in varied if 100 * v[2] >= p.target]
-    label, delta, _ = max(near or varied, key=lambda v: v[1])
-    low, high = 100 * book["contribution_delta_ci_low"], 100 * book["contribution_delta_ci_high"]
-    verdict_text = (
-        f"{len(near)} setting(s) varied here reach it within their 95% CI (the largest: "
-        if near
-        else "no setting varied here reaches it, even at its 95% CI's upper end (the largest: "
-    )
+    near = [v for v in informative if 100 * v[2] >= p.target]
+    label, delta, _ = max(near or informative, key=lambda v: v[1])
+    unvaried = [
+        r["difference"]
+        for _, r in difference_rows(w).iterrows()
+        if str(r["what varying it did"]).startswith("not varied")
+    ]
     mark = "**" if bold else ""
+    reach = (
+        f"{len(near)} of the settings varied here reach it within their 95% CI (the largest: "
+        if near
+        else "none of the settings varied here reaches it, even at its 95% CI's upper end (the largest: "
+    )
     return (
-        f"{mark}The feedback's own contribution is {signed_text(100 * book['contribution_delta'])} points "
-        f"here (95% CI {interval(low, high)}) against the paper's {signed_text(p.target)}, a contribution "
+        f"{mark}The feedback's own contribution here (combined minus vanilla on {w.rqa}, seeds "
+        f"averaged) is {change_text(row)}, against the paper's {signed_text(p.target)}, a contribution "
         f"our {w.questions:,} test questions would detect with power {p.power_at_target:.3f}; "
-        + verdict_text
-        + f"{signed_text(100 * delta)} with {label}).{mark}"
+        + reach
+        + f"{signed_text(100 * delta)} points, {label}). "
+        + (f"Not varied yet: {', '.join(unvaried)}. " if unvaried else "")
+        + f"BART-large and the paper's training feedback cannot be obtained here.{mark}"
     )
 
 
@@ -651,7 +687,9 @@ def factor_view(w: WhyWeDiffer) -> pd.DataFrame:
 
     rows = {
         "relevance model's held-out KL (nats)": [f"{v:.3f}" for v in t["relevance_kl"]],
-        "the same for the class prior (nats)": [f"{v:.3f}" for v in t["prior_kl"]],
+        "the same, always predicting the pseudo pairs' label shares (nats)": [
+            f"{v:.3f}" for v in t["prior_kl"]
+        ],
         f"relevance model's AUC on the {w.rqa}'s top 5": [f"{v:.3f}" for v in t["vanilla_auc"]],
         f"{w.rqa} alone (%)": [f"{100 * v:.1f}" for v in t["rqa_alone"]],
         **{f"+ {v} (%)": [f"{100 * x:.1f}" for x in t[v]] for v in FACTOR_VARIANTS},
@@ -676,7 +714,8 @@ def contribution_points(w: WhyWeDiffer) -> pd.DataFrame:
     """
     factor_rows = [
         {
-            "label": "book's configuration" if not r["changed"] else str(k),
+            "label": ("book's configuration (seed 0)" if not r["changed"] else str(k))
+            + ("" if r["relevance_kl"] < r["prior_kl"] - PRIOR_MARGIN else " (learned nothing)"),
             "family": "combined - vanilla",
             "delta": 100 * r["contribution_delta"],
             "ci_low": 100 * r["contribution_delta_ci_low"],

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ __all__ = [
     "kept_run_timings",
     "manifest_entry",
     "model_training_compute",
-    "pin_commit",
+    "pinned_commit",
     "provenance",
     "update_manifest",
 ]
@@ -158,15 +160,20 @@ def _versions() -> dict[str, str]:
 _PINNED: dict[str, str] = {}
 
 
-def pin_commit() -> str:
-    """Read the code's commit now, and record it for every stage this process finishes later.
+@contextmanager
+def pinned_commit() -> Iterator[str]:
+    """Within the block, every stage records the code's commit as it was when the block began.
 
     A stage reads the commit when it writes its manifest entry, hours after the process imported
     its code; a commit made in the meantime (work goes on while a long run trains) would then be
-    recorded as the code of that run. ``fqa run`` pins the commit when it starts instead.
+    recorded as the code of that run. ``fqa run`` runs its stages in this block instead. The pin is
+    lifted when the block ends, so nothing else in the process sees it.
     """
     _PINNED["commit"] = _read_git_commit()
-    return _PINNED["commit"]
+    try:
+        yield _PINNED["commit"]
+    finally:
+        _PINNED.pop("commit", None)
 
 
 def _git_commit() -> str:
