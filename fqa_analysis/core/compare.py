@@ -24,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,6 +35,7 @@ from fqa_analysis.core.candidates import QUESTION_KEYS
 from fqa_analysis.core.stats import (
     MDE_ALPHA,
     Average,
+    BootstrapResult,
     bootstrap_means,
     holm,
     holm_bound,
@@ -415,41 +416,31 @@ def compare(
             if unknown:
                 raise ValueError(f"no {system} = {unknown}{where} (have: {present})")
             chosen = block[block[system].isin([base, *others])]
+            boot: Callable[..., BootstrapResult]
             if resample_seeds:
                 per_seed = _seed_matrices(chosen, system, value, keys, str(seeds))
-                wide = next(iter(per_seed.values()))  # the questions, in their sorted order
-                where_rows = wide.index.to_frame()[list(strata)].itertuples(index=False)
-                labels_strata = ["/".join(map(str, row)) for row in where_rows] if strata else None
+                index = next(iter(per_seed.values())).index  # the questions, in their sorted order
                 names = {str(c): c for c in per_seed}
-                result = seed_bootstrap(
-                    {str(c): per_seed[c].to_numpy().T for c in [base, *others]},
-                    str(base),
-                    labels_strata,
-                    average,
-                    n_resamples,
-                    seed,
-                    confidence,
-                    mde_alpha=MDE_ALPHA / max(family_m, 1),
-                )
+                values: Any = {str(c): per_seed[c].to_numpy().T for c in [base, *others]}
+                boot = seed_bootstrap
             else:
                 wide = wide_outcomes(chosen, system, value, keys)
+                index = wide.index
                 # columns named by str(): a system value may be an int (a depth) or a float (a weight)
                 names = {str(c): c for c in wide.columns}
                 wide.columns = [str(c) for c in wide.columns]
-                where_rows = wide.index.to_frame()[list(strata)].itertuples(index=False)
-                labels_strata = ["/".join(map(str, row)) for row in where_rows] if strata else None
-                result = paired_bootstrap(
-                    wide.reset_index(drop=True)[[str(base), *map(str, others)]],
-                    str(base),
-                    labels_strata,
-                    average,
-                    n_resamples,
-                    seed,
-                    confidence,
-                    mde_alpha=MDE_ALPHA / max(family_m, 1),
-                )
+                values = wide.reset_index(drop=True)[[str(base), *map(str, others)]]
+                boot = paired_bootstrap
+            where_rows = index.to_frame()[list(strata)].itertuples(index=False)
+            labels_strata = ["/".join(map(str, row)) for row in where_rows] if strata else None
+            mde_alpha = MDE_ALPHA / max(family_m, 1)
+            result = boot(
+                values, str(base), labels_strata, average, n_resamples, seed, confidence, mde_alpha=mde_alpha
+            )
             frame = result.to_frame()
-            rows = frame.drop(index=str(base)).assign(n=len(wide), baseline_mean=frame.loc[str(base), "mean"])
+            rows = frame.drop(index=str(base)).assign(
+                n=len(index), baseline_mean=frame.loc[str(base), "mean"]
+            )
             rows["baseline"] = pd.Series([base] * len(rows), index=rows.index, dtype=object)
             rows.index = pd.Index([names[i] for i in rows.index], name=system)
             for col, label in zip(within, labels, strict=True):

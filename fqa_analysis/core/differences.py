@@ -704,6 +704,18 @@ def factor_view(w: WhyWeDiffer) -> pd.DataFrame:
     return view.rename_axis(index="measure (seed 0)", columns="setting")
 
 
+def _forest_row(label: str, family: str, row: Any, prefix: str = "") -> dict[str, Any]:
+    """A comparison row (``<prefix>delta``, its CI, ``<prefix>p_holm``) as a forest plot point, in points."""
+    return {
+        "label": label,
+        "family": family,
+        "delta": 100 * row[f"{prefix}delta"],
+        "ci_low": 100 * row[f"{prefix}delta_ci_low"],
+        "ci_high": 100 * row[f"{prefix}delta_ci_high"],
+        "significant": bool(row[f"{prefix}p_holm"] < 0.05),
+    }
+
+
 def contribution_points(w: WhyWeDiffer) -> pd.DataFrame:
     """Every measured contribution of the feedback, one row each, for a forest plot (points).
 
@@ -713,26 +725,17 @@ def contribution_points(w: WhyWeDiffer) -> pd.DataFrame:
     ``ci_high`` (points), ``significant`` (Holm p < 0.05).
     """
     factor_rows = [
-        {
-            "label": ("book's configuration (seed 0)" if not r["changed"] else str(k))
+        _forest_row(
+            ("book's configuration (seed 0)" if not r["changed"] else str(k))
             + ("" if r["relevance_kl"] < r["prior_kl"] - PRIOR_MARGIN else " (learned nothing)"),
-            "family": "combined - vanilla",
-            "delta": 100 * r["contribution_delta"],
-            "ci_low": 100 * r["contribution_delta_ci_low"],
-            "ci_high": 100 * r["contribution_delta_ci_high"],
-            "significant": bool(r["contribution_p_holm"] < 0.05),
-        }
+            "combined - vanilla",
+            r,
+            "contribution_",
+        )
         for k, r in w.factors.iterrows()
     ]
     curve_rows = [
-        {
-            "label": f"{int(r['pairs']):,} rated pairs",
-            "family": "feedback_kl - vanilla",
-            "delta": 100 * r["delta"],
-            "ci_low": 100 * r["delta_ci_low"],
-            "ci_high": 100 * r["delta_ci_high"],
-            "significant": bool(r["p_holm"] < 0.05),
-        }
+        _forest_row(f"{int(r['pairs']):,} rated pairs", "feedback_kl - vanilla", r)
         for _, r in w.curve.iterrows()
     ]
     return pd.DataFrame(factor_rows + curve_rows)
