@@ -34,7 +34,7 @@ from IPython.display import Markdown, display
 from fqa_analysis import data
 from fqa_analysis.core.audit import audit_outcomes, source_means
 from fqa_analysis.core.compare import ITEM_KEYS, N_RESAMPLES, compare, significance_counts, verdict
-from fqa_analysis.core.differences import why_answer, why_we_differ
+from fqa_analysis.core.differences import why_answer, why_missing, why_we_differ
 from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.ratings import LABELS, item_ratings, predicted_rating
 from fqa_analysis.core.report import NBSP, change_text, holm_p_text, interval, plus_minus, signed_text
@@ -234,7 +234,7 @@ if "feedback_kl" in set(predictions["reranker"]):
         if len(closer)
         else "the feedback did not teach the rerankers to rate answers measurably closer to people than a constant"
     )
-if "combined" in PRESENT and "vanilla" in PRESENT:
+if why_missing(RESULTS, RQA) is None:
     # why ours differs from the paper's: every difference varied here, measured (core.differences)
     why = why_we_differ(RESULTS, RQA)
     short.append(

@@ -343,3 +343,15 @@ def test_the_relevance_models_other_seeds_are_compared_with_seed_0(tmp_path: Pat
         0.5,
     )
     assert comparison.family_size == 1
+
+
+def test_a_folder_with_a_subset_of_the_runs_gets_a_note_of_what_it_lacks(tmp_path: Path) -> None:
+    from fqa_analysis.core.differences import why_missing
+
+    results = _folder(tmp_path / "results", _LIFT, 6, ("vanilla", "combined"))
+    note = why_missing(results)
+    assert note is not None and note.startswith("*Not computed in this results folder: this section needs ")
+    # the rerankers it lacks, with the command, and the learning curve (no beyond stage here)
+    assert "`feedback_kl`, `feedback_kl_scratch` (seed 0) rescoring hybrid" in note
+    assert "`fqa run rerank --variants feedback_kl,feedback_kl_scratch`" in note
+    assert "the beyond stage's learning-curve runs on these rerankers" in note

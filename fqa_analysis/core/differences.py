@@ -42,9 +42,11 @@ from fqa_analysis.core.results import (
     counted_seconds,
     factor_folders,
     load_candidates,
+    load_manifest,
     load_stage,
     load_table,
     relevance_seed_folder,
+    rerankers_current,
 )
 from fqa_analysis.core.stats import MDE_ALPHA
 from fqa_analysis.data import FEEDBACK_DOMAINS
@@ -53,6 +55,7 @@ __all__ = [
     "FACTOR_VARIANTS",
     "PAPER_CONTRIBUTION",
     "PRIOR_MARGIN",
+    "WHY_VARIANTS",
     "Projection",
     "WhyWeDiffer",
     "contribution_points",
@@ -65,6 +68,7 @@ __all__ = [
     "power_projection",
     "relevance_seed_spread",
     "why_answer",
+    "why_missing",
     "why_we_differ",
 ]
 
@@ -783,3 +787,38 @@ def relevance_seed_spread(results: Path) -> tuple[pd.DataFrame, Comparison] | No
     table = table.rename(columns={"mean": "accuracy", "baseline_mean": "seed0"})
     columns = ["rqa", "seed", "accuracy", "seed0", "delta", "delta_ci_low", "delta_ci_high", "p_holm", "mde"]
     return table[columns], comparison
+
+
+#: The rerankers (seed 0) the section compares: the contribution, the curve's baseline, the start.
+WHY_VARIANTS: tuple[str, ...] = ("vanilla", "feedback_kl", "combined", "feedback_kl_scratch")
+
+
+def why_missing(results: Path, rqa: str = "hybrid") -> str | None:
+    """What a results folder lacks for :func:`why_we_differ`, with the commands that add it (None: nothing).
+
+    The section reads ``vanilla``, ``feedback_kl``, ``combined`` and ``feedback_kl_scratch`` (seed 0) on
+    ``rqa``, and the beyond stage's learning-curve runs (seed 0) on those rerankers. A folder holding a
+    subset of the runs gets this note instead of the section.
+    """
+    candidates = load_candidates(results)
+    present = set(candidates.loc[(candidates["rqa"] == rqa) & (candidates["seed"] == 0), "reranker"])
+    lacking = [v for v in WHY_VARIANTS if v not in present]
+    notes = []
+    if lacking:
+        notes.append(
+            f"{', '.join(f'`{v}`' for v in lacking)} (seed 0) rescoring {rqa} "
+            f"(`fqa run rerank --variants {','.join(lacking)}`)"
+        )
+    stages = load_manifest(results).get("stages", {})
+    beyond = stages.get("beyond", {})
+    curve = any(r.startswith("fraction/") and r.endswith("/seed0") for r in beyond.get("experiment_runs", {}))
+    if not curve or not rerankers_current(beyond.get("config", {}).get("rerank"), stages.get("rerank", {})):
+        notes.append(
+            "the beyond stage's learning-curve runs on these rerankers "
+            "(`fqa run beyond --beyond-runs 'fraction/*'`)"
+        )
+    return (
+        "*Not computed in this results folder: this section needs " + "; and ".join(notes) + ".*"
+        if notes
+        else None
+    )
