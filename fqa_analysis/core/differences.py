@@ -170,7 +170,9 @@ def paired_sd(outcomes: pd.DataFrame, system: str, baseline: str) -> float:
     return float((wide[system] - wide[baseline]).std(ddof=1))
 
 
-def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comparison]:
+def factor_table(
+    results: Path, rqa: str = "hybrid", book_candidates: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, Comparison]:
     """The book's configuration and every factor run on ``rqa``: accuracies and two comparisons each.
 
     Per setting (one row each; the book's configuration first): ``changed`` (the configuration keys
@@ -184,6 +186,12 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
     (the best gain) and ``combined`` vs ``vanilla`` (the feedback's own contribution, the paper's
     +1.99). Seed 0 on both sides.
 
+    Args:
+        results: The results folder (its factor runs under ``factors/``).
+        rqa: The RQA system compared on.
+        book_candidates: ``results``' own ``candidates.parquet`` when the caller has loaded it
+            already (a 6 MB table, seconds to read and check); read here otherwise.
+
     Returns:
         The table (accuracies in [0, 1], ``delta`` columns as differences of shares) and the
         :class:`Comparison` behind it (its ``signature()`` for the caption).
@@ -196,7 +204,8 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
         settings[_setting_label(changed) if changed else name] = (folder, entry, ",".join(changed))
     parts, rows = [], []
     for label, (folder, entry, changed_keys) in settings.items():
-        candidates = load_candidates(folder)
+        given = book_candidates if folder == results else None
+        candidates = load_candidates(folder) if given is None else given
         outcomes = _seed0_outcomes(candidates, rqa, FACTOR_VARIANTS)
         present = set(outcomes["reranker"])
         if not set(FACTOR_VARIANTS) <= present:
@@ -241,7 +250,9 @@ def factor_table(results: Path, rqa: str = "hybrid") -> tuple[pd.DataFrame, Comp
     return table, comparison
 
 
-def feedback_curve(results: Path) -> tuple[pd.DataFrame, Comparison]:
+def feedback_curve(
+    results: Path, book_candidates: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, Comparison]:
     """The feedback's contribution as the feedback grows: each learning-curve run vs ``vanilla``.
 
     The beyond stage's ``fraction`` runs (``feedback_kl`` trained on a nested, domain-stratified
@@ -249,14 +260,18 @@ def feedback_curve(results: Path) -> tuple[pd.DataFrame, Comparison]:
     system; each is compared with the relevance model (``vanilla``, seed 0) reranking the same
     system, Holm over the shares. No feedback at all is ``vanilla`` itself, a contribution of 0.
 
+    Args:
+        results: The results folder (its beyond stage and candidates).
+        book_candidates: ``results``' own ``candidates.parquet`` when the caller has loaded it
+            already (a 6 MB table, seconds to read and check); read here otherwise.
+
     Returns:
         One row per share: ``share``, ``pairs`` (rated pairs trained on), ``delta`` (points as a
-        share), its CI, ``p_holm``, ``mde``, ``sd`` (the per-question standard deviation of the
-        paired difference); and the :class:`Comparison`.
+        share), its CI, ``p_holm``, ``mde``; and the :class:`Comparison`.
     """
     stage = load_stage(results, "beyond")
     rqa = stage["config"]["rqa"]
-    candidates = load_candidates(results)
+    candidates = load_candidates(results) if book_candidates is None else book_candidates
     experiments = load_table(results, "feedback_experiments.parquet")
     fractions = experiments[(experiments["experiment"] == "fraction") & (experiments["seed"] == 0)]
     runs = experiment_candidates(fractions, candidates, rqa).assign(seed=0)
@@ -280,8 +295,7 @@ def feedback_curve(results: Path) -> tuple[pd.DataFrame, Comparison]:
     table = comparison.table.reset_index()
     table["share"] = table["reranker"].str.split(":").str[1].astype(float)
     table["pairs"] = table["reranker"].str.split(":").str[1].map(pairs)
-    table["sd"] = [paired_sd(outcomes, r, "vanilla") for r in table["reranker"]]
-    columns = ["share", "pairs", "delta", "delta_ci_low", "delta_ci_high", "p_holm", "mde", "sd"]
+    columns = ["share", "pairs", "delta", "delta_ci_low", "delta_ci_high", "p_holm", "mde"]
     return table[columns].sort_values("share").reset_index(drop=True), comparison
 
 
@@ -452,9 +466,9 @@ class WhyWeDiffer:
 
 def why_we_differ(results: Path, rqa: str = "hybrid") -> WhyWeDiffer:
     """Measure every difference from the paper this results folder lets us vary (see the module)."""
-    factors, factor_comparison = factor_table(results, rqa)
-    curve, curve_comparison = feedback_curve(results)
-    candidates = load_candidates(results)
+    candidates = load_candidates(results)  # read once: every part below reads the book's rows
+    factors, factor_comparison = factor_table(results, rqa, candidates)
+    curve, curve_comparison = feedback_curve(results, candidates)
     # the book's own test of the contribution: the reranking chapter's family (each reranker of the
     # paper's claim vs vanilla on every rescored RQA system, seeds averaged, Holm over all of them)
     rescored = sorted(set(candidates.loc[candidates["reranker"] != "none", "rqa"]))
@@ -501,7 +515,7 @@ def why_we_differ(results: Path, rqa: str = "hybrid") -> WhyWeDiffer:
         rqa=rqa,
         training_pairs=int(curve.loc[curve["share"] == 1.0, "pairs"].iloc[0]),
         questions=questions,
-        relevance_seeds=None if (spread := relevance_seed_spread(results)) is None else spread[0],
+        relevance_seeds=None if (spread := relevance_seed_spread(results, candidates)) is None else spread[0],
         contribution=contribution,
         contribution_family=family.family_size,
     )
@@ -745,7 +759,9 @@ def contribution_points(w: WhyWeDiffer) -> pd.DataFrame:
     return pd.DataFrame(factor_rows + curve_rows)
 
 
-def relevance_seed_spread(results: Path) -> tuple[pd.DataFrame, Comparison] | None:
+def relevance_seed_spread(
+    results: Path, book_candidates: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, Comparison] | None:
     """The relevance model (``vanilla``) under its other seeds against the book's seed 0, per RQA system.
 
     Reads ``results/relevance_seeds/`` (:func:`~fqa_analysis.core.results.relevance_seed_folder`):
@@ -753,6 +769,11 @@ def relevance_seed_spread(results: Path) -> tuple[pd.DataFrame, Comparison] | No
     is compared with seed 0's (the book's, from ``results/``) on the same questions, paired
     bootstrap, Holm over every (RQA, seed) row. How far another seed moves the relevance model is
     the yardstick for "significantly worse than vanilla", which the book tests against seed 0 alone.
+
+    Args:
+        results: The results folder (``relevance_seeds/`` inside it).
+        book_candidates: ``results``' own ``candidates.parquet`` when the caller has loaded it
+            already (a 6 MB table, seconds to read and check); read here otherwise.
 
     Returns:
         None without the folder; else one row per (RQA, seed): ``rqa``, ``seed``, ``accuracy``,
@@ -764,7 +785,7 @@ def relevance_seed_spread(results: Path) -> tuple[pd.DataFrame, Comparison] | No
     others = load_candidates(folder)
     others = others[others["reranker"] == "vanilla"]
     systems = sorted(set(others["rqa"]))
-    book = load_candidates(results)
+    book = load_candidates(results) if book_candidates is None else book_candidates
     rows = [
         _seed0_outcomes(book, rqa, ["vanilla"]).query("reranker == 'vanilla'").assign(run="seed 0")
         for rqa in systems
