@@ -475,11 +475,7 @@ def compare(
         confidence=confidence,
         average=average,
         strata=tuple(strata),
-        seeds="resampled (two-level bootstrap)"
-        if resample_seeds
-        else "mean per question"
-        if seeded
-        else "none",
+        seeds=_seed_handling(seeded, resample_seeds),
         commit=commit,
     )
 
@@ -492,11 +488,11 @@ def significance_counts(table: pd.DataFrame, alpha: float = 0.05) -> dict[str, i
         >>> significance_counts(t)
         {'better': 1, 'worse': 1, 'not significant': 1, 'rows': 3}
     """
-    significant = table["p_holm"] < alpha
+    words = [verdict(row, alpha, with_mde=False) for _, row in table.iterrows()]
     return {
-        "better": int((significant & (table["delta"] > 0)).sum()),
-        "worse": int((significant & (table["delta"] < 0)).sum()),
-        "not significant": int((~significant).sum()),
+        "better": words.count("better"),
+        "worse": words.count("worse"),
+        "not significant": words.count("not told apart"),
         "rows": len(table),
     }
 

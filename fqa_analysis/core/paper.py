@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fqa_analysis.core.compare import significance_counts
 from fqa_analysis.core.report import change_text, holm_p_text
 
 __all__ = [
@@ -148,8 +149,9 @@ def score_rule_check(table: Any, rqa: str) -> ClaimCheck:
         >>> score_rule_check(t, "hybrid").verdict
         'not reproduced'
     """
-    worse = int(((table["p_holm"] < 0.05) & (table["delta"] < 0)).sum())
-    better = int(((table["p_holm"] < 0.05) & (table["delta"] > 0)).sum())
+    # E[y]/3 minus P(Excellent): a "worse" row is one where P(Excellent) is significantly better
+    counts = significance_counts(table)
+    worse, better = counts["worse"], counts["better"]
     rows = table[table["rqa"] == rqa]
     span = f"{100 * rows['delta'].min():+.2f} to {100 * rows['delta'].max():+.2f}"
     nulls = table[table["p_holm"] >= 0.05]

@@ -438,12 +438,12 @@ def factor_folders(results_dir: Path) -> dict[str, Path]:
     root = results_dir / FACTOR_FOLDER
     if not root.is_dir():
         return {}
-    found = {}
-    for folder in sorted(root.iterdir()):
-        manifest = folder / "manifest.json"
-        if manifest.is_file() and "rerank" in load_manifest(folder).get("stages", {}):
-            found[folder.name] = folder
-    return found
+    return {folder.name: folder for folder in sorted(root.iterdir()) if _has_rerank_entry(folder)}
+
+
+def _has_rerank_entry(folder: Path) -> bool:
+    """Whether a rerank stage has written ``folder`` (its manifest holds the entry)."""
+    return (folder / "manifest.json").is_file() and "rerank" in load_manifest(folder).get("stages", {})
 
 
 #: Subfolder of a results folder with the relevance model (``vanilla``) trained with other seeds
@@ -459,10 +459,7 @@ def relevance_seed_folder(results_dir: Path) -> Path | None:
         True
     """
     folder = results_dir / RELEVANCE_SEEDS_FOLDER
-    manifest = folder / "manifest.json"
-    if manifest.is_file() and "rerank" in load_manifest(folder).get("stages", {}):
-        return folder
-    return None
+    return folder if _has_rerank_entry(folder) else None
 
 
 def missing_column_note(column: str, folder: Path, reference: Path | None) -> str | None:
