@@ -378,6 +378,7 @@ if READY:
     for metric, header, unit in (("kl", "KL (nats)", "nats"), ("correct", "argmax accuracy", "share")):
         print(f"{header}, each cross-entropy loss against feedback_kl:")
         part = tests[tests["metric"] == metric]
+        resampled = seed_tests[seed_tests["metric"] == metric].set_index(["subset", "reranker"])
         shown = comparison_table(
             part.set_index(["subset", "reranker"]),
             names=["subset", "loss"],
@@ -386,11 +387,8 @@ if READY:
             mean_header=header,
             delta_header=f"Δ ({unit})",
             wtl=False,
+            seeds_resampled=resampled,
         )
-        # the same rows in the same order as the table
-        resampled = seed_tests[seed_tests["metric"] == metric].set_index(["subset", "reranker"])
-        resampled = resampled.loc[part.set_index(["subset", "reranker"]).index]
-        shown["p (Holm), seeds resampled"] = [holm_p_text(r) for _, r in resampled.iterrows()]
         display(shown)
 
 

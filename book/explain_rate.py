@@ -512,7 +512,7 @@ if READY:
 
     def with_seeds(metric):
         """The metric's table with the seed-resampled test's Holm p as its last column."""
-        shown = comparison_table(
+        return comparison_table(
             item_tests[metric].rename(index=NAMES),
             names=["reranker"],
             scale=1.0,
@@ -521,10 +521,8 @@ if READY:
             delta_header="Δ vs rate-only",
             mde_header="MDE (Δ's unit)",
             wtl=False,
+            seeds_resampled=item_tests_seeds[metric].rename(index=NAMES),
         )
-        resampled = item_tests_seeds[metric].loc[item_tests[metric].index]  # the same rows, in order
-        shown["p (Holm), seeds resampled"] = [holm_p_text(r) for _, r in resampled.iterrows()]
-        return shown
 
     display(
         pd.concat(

@@ -420,10 +420,11 @@ if over_qa is None:
     display(Markdown("*Needs `vanilla` and `combined` or `feedback_kl` in `results/`; not there yet.*"))
 else:
     print(over_qa.signature())
-    shown = comparison_table(ordered(over_qa.table), names=("RQA", "reranker vs vanilla"))
-    resampled = over_qa_seeds.table.loc[ordered(over_qa.table).index]  # the table's rows, in its order
-    shown["p (Holm), seeds resampled"] = [holm_p_text(r) for _, r in resampled.iterrows()]
-    display(shown)
+    display(
+        comparison_table(
+            ordered(over_qa.table), names=("RQA", "reranker vs vanilla"), seeds_resampled=over_qa_seeds
+        )
+    )
 
 # %% [markdown]
 # ## What the rerankers can tell apart

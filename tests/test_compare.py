@@ -278,3 +278,17 @@ def test_resampling_seeds_needs_every_seed_on_every_question() -> None:
         compare(outcomes.drop(index=outcomes.index[-1]), system="s", baseline="a", resample_seeds=True)
     with pytest.raises(ValueError, match="resample_seeds needs a seeds column"):
         compare(outcomes.drop(columns="seed"), system="s", baseline="a", resample_seeds=True)
+
+
+def test_a_comparison_table_shows_the_seed_resampled_holm_p_of_each_of_its_rows() -> None:
+    from fqa_analysis.core.report import comparison_table, p_text
+
+    loose = _seeded(60)
+    plain = compare(loose, system="s", baseline="a", n_resamples=2000)
+    seeded = compare(loose, system="s", baseline="a", n_resamples=2000, resample_seeds=True)
+    shown = comparison_table(plain, wtl=False, seeds_resampled=seeded)
+    assert shown.columns[-1] == "p (Holm), seeds resampled"
+    # three significant digits, as the table's own Holm p
+    assert shown.iloc[0, -1] == p_text(seeded.table["p_holm"].iloc[0], 3)
+    assert float(shown.iloc[0, -1]) > 0.3  # not the plain test's p (seeds 35%, 55%, 75% right)
+    assert "p (Holm), seeds resampled" not in comparison_table(plain).columns

@@ -323,6 +323,7 @@ def comparison_table(
     mde: bool = True,
     mde_header: str | None = None,
     n_resamples: int | None = None,
+    seeds_resampled: Comparison | pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """A comparison for reading: the mean, Δ, its CI as one cell, Holm's p, the MDE of a null, W / T / L.
 
@@ -346,6 +347,9 @@ def comparison_table(
             header names in parentheses ("Δ (points)" gives "MDE (points)").
         n_resamples: the comparison's B, for writing a p at the bootstrap's floor "≤ p"
             (:func:`holm_p_text`); default: a Comparison's own, else the project's.
+        seeds_resampled: the same comparison with each system's training seeds resampled too
+            (``compare(..., resample_seeds=True)``, the same rows): its Holm p becomes the last
+            column, "p (Holm), seeds resampled".
 
     Example:
         >>> row = {"rqa": "bm25", "reranker": "kl", "mean": 0.43321, "delta": 0.0049,
@@ -368,13 +372,15 @@ def comparison_table(
     table = comparison.table if isinstance(comparison, Comparison) else comparison
     if n_resamples is None:
         n_resamples = comparison.n_resamples if isinstance(comparison, Comparison) else N_RESAMPLES
-    # a p at the bootstrap's floor is a bound (the raw p and its Holm adjustment alike)
-    floors = [at_bootstrap_floor({"p_value": p}, n_resamples) for p in table["p_value"]]
-    # Holm's running maximum carries a floor row's bound to the rows ranked after it
-    holm_floors = [
-        f or bool(b)
-        for f, b in zip(floors, table.get("p_holm_bound", pd.Series(False, index=table.index)), strict=True)
-    ]
+    floors, holm_floors = _floors(table, n_resamples)
+    resampled_p: list[str] | None = None
+    if seeds_resampled is not None:
+        other = seeds_resampled.table if isinstance(seeds_resampled, Comparison) else seeds_resampled
+        other = other.loc[table.index]  # the table's rows, in its order
+        resampled_p = [
+            p_text(p, 3, at_floor=f)
+            for p, f in zip(other["p_holm"], _floors(other, n_resamples)[1], strict=True)
+        ]
     if levels is not None:
         table = table.reset_index().set_index(list(levels))
     rows = {
@@ -402,10 +408,20 @@ def comparison_table(
             f"{w}{NBSP}/{NBSP}{t}{NBSP}/{NBSP}{lo}"
             for w, t, lo in zip(table["wins"], table["ties"], table["losses"], strict=True)
         ]
+    if resampled_p is not None:
+        rows["p (Holm), seeds resampled"] = resampled_p
     index = table.index.copy()
     if names is not None:
         index = index.set_names(list(names))
     return pd.DataFrame(rows, index=index)
+
+
+def _floors(table: pd.DataFrame, n_resamples: int) -> tuple[list[bool], list[bool]]:
+    """Which rows' raw p and Holm p are bounds: at the bootstrap's floor, or carried from one by Holm."""
+    floors = [at_bootstrap_floor({"p_value": p}, n_resamples) for p in table["p_value"]]
+    # Holm's running maximum carries a floor row's bound to the rows ranked after it
+    bound = table.get("p_holm_bound", pd.Series(False, index=table.index))
+    return floors, [f or bool(b) for f, b in zip(floors, bound, strict=True)]
 
 
 def paper_shape_table(
