@@ -35,6 +35,7 @@ test-book: data
 	grep -q '^  execute_notebooks: "off"$$' $(TEST_CONFIG)
 	$(BOOK_BUILD) --config $(TEST_CONFIG)
 	@echo "book (stored outputs): $(CURDIR)/_build/html/index.html"
+	$(BIN)/python tools/book_budget.py
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -73,27 +74,28 @@ nbval: data
 	FQA_RESULTS_DIR=$(CURDIR)/$(SHUFFLED) $(BIN)/python -m pytest --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -o addopts=-q -n 2 --dist loadscope book/
 
-# The notebooks' sources are the jupytext files book/*.py (py:percent), paired with book/*.ipynb.
+# The notebooks' sources are the jupytext files book/*.py and book/appendix/*.py (py:percent), each
+# paired with its .ipynb.
 # Format the sources, sync them into the notebooks, re-execute and store the outputs (commit both:
 # nbval compares against the stored outputs; tests/test_notebook_pairs.py checks the pairs agree).
 notebooks: data
-	$(BIN)/ruff format -q book/*.py
-	$(BIN)/jupytext --quiet --sync book/*.py
-	$(BIN)/python tools/execute_notebooks.py book/*.ipynb
+	$(BIN)/ruff format -q book/*.py book/appendix/*.py
+	$(BIN)/jupytext --quiet --sync book/*.py book/appendix/*.py
+	$(BIN)/python tools/execute_notebooks.py book/*.ipynb book/appendix/*.ipynb
 
 # Headless Chromium screenshots of the built book (Debian package `chromium`), then the layout
 # check: no table scrolls sideways and no number wraps at 1280 px (tools/check_layout.py).
 screenshot: book
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	mkdir -p screenshots
-	for page in intro data retrieval reranking ablation_score ablation_loss rerun explanations explain_rate beyond_scoring beyond_feedback; do \
+	for page in intro data retrieval reranking ablation_score ablation_loss rerun explanations explain_rate beyond_scoring beyond_feedback appendix/reranking; do \
 		chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 			--disable-background-networking --disable-component-update --disable-sync \
 			--user-data-dir=$$(mktemp -d) --hide-scrollbars --window-size=1280,14000 \
-			--screenshot=screenshots/$$page.png file://$(CURDIR)/_build/html/book/$$page.html; \
+			--screenshot=screenshots/$$(echo $$page | tr / _).png file://$(CURDIR)/_build/html/book/$$page.html; \
 	done
 	@ls -l screenshots
-	$(BIN)/python tools/check_layout.py _build/html/book/*.html
+	$(BIN)/python tools/check_layout.py _build/html/book/*.html _build/html/book/appendix/*.html
 
 clean:
 	rm -rf _build screenshots .pytest_cache .mypy_cache .ruff_cache

@@ -350,7 +350,7 @@ hybrid_ci = estimate(curve[curve["rqa"] == "hybrid"], ["reranker", "w"])
 HYBRID_SHOWN = [r for r in ("vanilla", "feedback_kl", "combined") if r in set(hybrid_ci["reranker"])]
 others = [r for r in SYSTEMS if r != "hybrid"]
 
-# %% mystnb={"figure": {"caption": "The hybrid system: accuracy@1 (overall, micro, %) of S = (1 - w) P_theta + w P(Excellent) against w up to 0.9 (w = 1, the reranker alone, is in the reranking chapter's tables), seed-averaged, for vanilla, feedback_kl and combined; the band is combined's 95% bootstrap CI over questions; dashed black: the hybrid system alone; dotted: the paper's sum (w = 0.5). The other rerankers are in the next figure's panels and the table below."}} tags=["hide-input"]
+# %% mystnb={"figure": {"caption": "The hybrid system: accuracy@1 (overall, micro, %) of S = (1 - w) P_theta + w P(Excellent) against w up to 0.9 (w = 1, the reranker alone, is in the reranking appendix's tables), seed-averaged, for vanilla, feedback_kl and combined; the band is combined's 95% bootstrap CI over questions; dashed black: the hybrid system alone; dotted: the paper's sum (w = 0.5). The other rerankers are in the next figure's panels and the table below."}} tags=["hide-input"]
 with plt.rc_context({"font.size": 12}):
     fig, top = plt.subplots(figsize=(9, 4.6))
     zoom = hybrid_ci[(hybrid_ci["w"] <= 0.9) & hybrid_ci["reranker"].isin(HYBRID_SHOWN)].copy()

@@ -82,7 +82,7 @@ def test_every_folder_listing_is_sorted_or_only_counted() -> None:
     unsorted = []
     sources = [
         *(ROOT / "fqa_analysis").rglob("*.py"),
-        *(ROOT / "book").glob("*.py"),
+        *(ROOT / "book").rglob("*.py"),
         *(ROOT / "tools").glob("*.py"),
     ]
     for path in sorted(sources):

@@ -9,7 +9,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fqa_analysis"
 #: Rank of each layer, bottom to top; a module may import its own layer or any lower one.
-RANKS = {"base": 0, "data": 1, "core": 2, "models": 3, "stages": 4, "cli": 5}
+RANKS = {"base": 0, "data": 1, "core": 2, "models": 3, "findings": 4, "stages": 5, "cli": 6}
 MODEL_LIBRARIES = {"torch", "transformers", "sentence_transformers", "sklearn", "bm25s"}
 
 
@@ -18,7 +18,7 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "base"  # the package root holds only __version__
-    if parts[1] in ("data", "core", "models", "stages"):
+    if parts[1] in ("data", "core", "models", "findings", "stages"):
         return parts[1]
     if parts[1] == "cli":
         return "cli"
@@ -55,6 +55,7 @@ def test_layer_of_reads_the_folder() -> None:
     assert layer_of("fqa_analysis.data") == "data"
     assert layer_of("fqa_analysis.core.stats") == "core"
     assert layer_of("fqa_analysis.stages.rerank") == "stages"
+    assert layer_of("fqa_analysis.findings.reranking") == "findings"
     assert layer_of("fqa_analysis.cli") == "cli"
 
 
@@ -125,3 +126,16 @@ def test_private_imports_are_found(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", MODULES, ids=module_name)
 def test_no_module_imports_another_modules_private_names(path: Path) -> None:
     assert not private_imports(path), f"{module_name(path)} imports private names: {private_imports(path)}"
+
+
+def test_the_findings_layer_loads_no_model_library() -> None:
+    """A chapter imports fqa_analysis.findings: it reads results, it never loads torch or a model."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, fqa_analysis.findings.reranking; "
+        f"print(sorted(m for m in {sorted(MODEL_LIBRARIES)!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

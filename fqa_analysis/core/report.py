@@ -20,6 +20,7 @@ __all__ = [
     "canonical_order",
     "change_text",
     "ci_table",
+    "comparison_caption",
     "comparison_table",
     "holm_p_text",
     "interval",
@@ -544,3 +545,33 @@ def variety_table(rows: dict[str, dict[str, Any]], index: str = "explainer") -> 
     if clean is not None and clean.notna().any():
         table["no non-word"] = [f"{v:.1%}" if v == v else "" for v in clean]
     return table
+
+
+def comparison_caption(comparison: Comparison, over: str) -> str:
+    r"""A comparison's test in words, its key:value signature collapsed under it (MyST, for Markdown output).
+
+    The words say what a reader needs to weigh a table (the test, what was resampled, how seeds
+    enter, the Holm family); the signature, for whoever recomputes, opens on a click.
+
+    Args:
+        comparison: The comparison a table or figure shows.
+        over: What the bootstrap resamples, in words (``"1,992 questions"``).
+
+    Example:
+        >>> c = Comparison(table=pd.DataFrame(), system="reranker", value="correct",
+        ...     family="every reranker vs none, per rqa", family_size=8, n_resamples=10_000, seed=0,
+        ...     confidence=0.95, average="micro", strata=("domain",), seeds="mean per question")
+        >>> print(comparison_caption(c, "1,992 questions").split("\n")[0])  # doctest: +NORMALIZE_WHITESPACE
+        *Paired bootstrap over 1,992 questions (10,000 resamples, within domain; micro average);
+        training seeds: mean per question; Holm over 8 comparisons (every reranker vs none, per rqa).*
+    """
+    within = f", within {'/'.join(comparison.strata)}" if comparison.strata else ""
+    words = (
+        f"*Paired bootstrap over {over} ({comparison.n_resamples:,} resamples{within}; {comparison.average} "
+        f"average); training seeds: {comparison.seeds}; Holm over {comparison.family_size} comparisons "
+        f"({comparison.family}).*"
+    )
+    return (
+        f"{words}\n\n````{{admonition}} The test's signature (to recompute it)\n:class: dropdown\n"
+        f"```text\n{comparison.signature()}\n```\n````"
+    )
