@@ -50,7 +50,7 @@ OVER = f"{page.overall_questions:,} questions"
 display(Markdown(f"**{answer_sentence(gains, RQA, strongest=not page.chosen)}**"))
 
 # %% [markdown]
-# The RQA system's top-5 candidates are rescored with the paper's S = P_theta + P_phi(Excellent), P_phi a reranker's rating distribution; the highest S answers. One reranker, trained apart from any RQA, rescores every RQA system (the paper's decoupling). Overall = the four feedback domains' test questions, as in the paper. The rerankers, their training, the per-domain and per-run tables and the costs are in the {doc}`appendix <appendix/reranking>`.
+# A retrieval QA system (RQA) proposes its top 5 passages; a reranker rescores them with the paper's S = P_theta + P_phi(Excellent), P_phi the reranker's rating distribution, and the highest S answers. One reranker, trained apart from any RQA, rescores every RQA system (the paper's decoupling). Overall = the four feedback domains' test questions. A change that is not significant carries its MDE, the smallest true change the test would find with 80% power. The rerankers, their training, the per-domain and per-run tables and the costs are in the {doc}`appendix <appendix/reranking>`.
 
 # %% tags=["hide-input"]
 if over_qa := page.over_qa:
@@ -66,7 +66,7 @@ if page.settings_note:
 # %% [markdown]
 # ## The main table
 #
-# Overall accuracy@1 in % (micro: each question weighs the same), the mean over the seeds each reranker has (± sd over them); one row per RQA system, one column per reranker the paper has, and the paper's own row (BERT poly-encoder RQA, BART-large rerankers) last. `vanilla` is the relevance model (QA data only), `feedback_kl` continues it on the feedback, `combined` on the feedback and replayed QA pairs. Our RQA systems are not the paper's, so the gain over the RQA alone is the comparable quantity.
+# Overall accuracy@1 in % (micro: each question weighs the same), the mean over the seeds each reranker has (± sd over them; `vanilla` is one model); one row per RQA system, one column per reranker the paper has, and the paper's own row (BERT poly-encoder RQA, BART-large rerankers) last. `vanilla` is the relevance model (QA data only), `feedback_kl` continues it on the feedback, `combined` on the feedback and replayed QA pairs; `feedback_ce_*` continue it with a cross-entropy loss instead ({doc}`ablation_loss`) and `*_scratch` train on the feedback from MiniLM. Our RQA systems are not the paper's, so the gain over the RQA alone is the comparable quantity.
 
 # %% tags=["hide-input"]
 PAPER_ROW = {k: PAPER_OVERALL_ACCURACY[v] for k, v in PAPER_KEYS.items()}
@@ -76,7 +76,7 @@ paper_shape_table(page.table, page.rescored, COLUMNS, paper=PAPER_ROW)
 # %% [markdown]
 # ## Is the gain real?
 #
-# Each reranker against the RQA alone: the change in overall accuracy@1 with its 95% CI (unadjusted), Holm's p over the rerankers of one RQA system, and beside a null the MDE, the smallest true change this test would find with 80% power ({doc}`intro` says how to read them). The figure shows every RQA system; the table the strongest, the others are in the appendix.
+# Each reranker against the RQA alone: the change in overall accuracy@1 with its 95% CI (unadjusted) and Holm's p over the rerankers of one RQA system. The figure shows every RQA system; the table the strongest, the others are in the {ref}`appendix <rerank-appendix-gains>`.
 
 # %% mystnb={"figure": {"caption": "Change in overall accuracy@1 (points) over the RQA alone, per RQA system (panels) and reranker (rows): dots are seed means, bars the 95% paired-bootstrap CI (unadjusted). Hollow diamonds: the paper's gains over its own RQA."}} tags=["hide-input"]
 PAPER_GAIN = {k: PAPER_GAINS[v] for k, v in PAPER_KEYS.items() if k != "none"}
@@ -85,7 +85,7 @@ plt.tight_layout()
 
 # %% tags=["hide-input"]
 display(
-    comparison_table(page.micro.table.loc[[RQA]], names=["RQA", "reranker"]).rename(
+    comparison_table(ordered(page.micro.table, page).loc[[RQA]], names=["RQA", "reranker"]).rename(
         index=breakable, level="reranker"
     )
 )
@@ -94,7 +94,7 @@ display(Markdown(comparison_caption(page.micro, OVER)))
 # %% [markdown]
 # ## Does feedback add to QA data?
 #
-# The paper's own claim: its CombinedReranker (QA data + feedback) beats its VanillaReranker (QA data alone) by 1.99 points, its FeedbackReranker by 0.61. Here `combined` and `feedback_kl` against `vanilla`, which both continue from, on every RQA system. The last column resamples each reranker's training seeds too (seeds, then questions): a difference no larger than another draw of seeds would make is then not told apart.
+# The paper's claim: its CombinedReranker and FeedbackReranker beat its VanillaReranker (QA data alone) by 1.99 and 0.61 points. Here `combined` and `feedback_kl` against `vanilla`, which both continue from. The last column resamples each reranker's training seeds too (seeds, then questions): a difference no larger than another draw of seeds would make is then not told apart.
 
 # %% tags=["hide-input"]
 if page.over_qa is None:
@@ -109,9 +109,10 @@ else:
     display(Markdown(comparison_caption(page.over_qa, OVER)))
 
 # %% [markdown]
+# (reranking-why)=
 # ## Why our numbers differ from the paper's
 #
-# The paper's feedback adds +1.99 points on top of its QA-only reranker (CombinedReranker 67.97 minus VanillaReranker 65.98); ours is `combined` minus `vanilla`, the same quantity. Each row is one way our setting differs from the paper's; where we could vary it, the last column says what varying it did. The per-run table is in the {doc}`appendix <appendix/reranking>`.
+# The paper's feedback adds +1.99 points to its QA-only reranker; ours is `combined` minus `vanilla`. Each row is one way our setting differs from the paper's; where we could vary it, the last column says what varying it did. The per-run table is in the {ref}`appendix <rerank-appendix-factors>`.
 
 # %% tags=["hide-input"]
 from fqa_analysis.core.differences import (
@@ -131,7 +132,7 @@ why = None if WHY_NOTE else why_we_differ(page.results)
 if why is None:
     display(Markdown(WHY_NOTE))
 else:
-    display(Markdown(why_answer(why)))
+    display(Markdown(why_answer(why, bold=False)))
     display(Markdown(markdown_table(difference_rows(why).set_index("difference"))))
 
 # %% mystnb={"figure": {"caption": "The feedback's contribution to the reranked hybrid, in points, with its unadjusted 95% CI (filled: Holm p < 0.05). Top: combined minus vanilla in the book's configuration and each factor run (seed 0, Holm over the factor table). Bottom: feedback_kl trained on a share of the feedback minus vanilla (seed 0, Holm over the shares). Dashed: the paper's +1.99."}} tags=["hide-input"]

@@ -200,8 +200,8 @@ def test_the_table_words_each_difference_from_its_measurement() -> None:
         difference_rows(_measured()).set_index("difference")["what varying it did"].str.replace("\xa0", " ")
     )
     assert table["the reranker's model"].endswith(
-        "the book's configuration (6 layers): the feedback's contribution -0.10 points [-1.10, +0.90], "
-        "combined + hybrid 65.3%; "
+        "the book's configuration (6 layers, seed 0): the feedback's contribution -0.10 points "
+        "[-1.10, +0.90], combined + hybrid 65.3%; "
         "2 of 6 layers: the feedback's contribution +0.40 points [-0.60, +1.40], combined + hybrid 60.0% "
         "(seed 0)"
     )

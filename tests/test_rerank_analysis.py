@@ -353,8 +353,21 @@ def test_table2_check_names_both_orders_and_reproduces_only_a_significant_contri
     order = "RQA alone < + VanillaReranker < + FeedbackReranker < + CombinedReranker"
     assert f"order of the point estimates: {order}" in check.found
     assert "+3.00 points" in check.found.replace("\xa0", " ")
-    # the same gain, not significant after Holm: not reproduced
-    assert table2_check(acc, {**row, "p_holm": 0.2}, "hybrid").verdict == "not reproduced"
+    assert check.why == "the feedback's contribution is significant"
+    assert (
+        check.markdown().splitlines()[3]
+        == "- **Verdict: reproduced**: the feedback's contribution is significant"
+    )
+    # the same gain, not significant after Holm: not reproduced; its CI reaches +5.00, past the paper's
+    # +1.99, so the reason says only that it is not told apart
+    null = table2_check(acc, {**row, "p_holm": 0.2}, "hybrid")
+    assert (null.verdict, null.why) == (
+        "not reproduced",
+        "the feedback's contribution is not told apart from zero",
+    )
+    # a CI that ends below the paper's +1.99 (at +1.50) says so
+    short = table2_check(acc, {**row, "p_holm": 0.2, "delta_ci_high": 0.015}, "hybrid")
+    assert short.why.endswith("and its 95% CI ends at +1.50, below the paper's +1.99")
     with pytest.raises(ValueError, match="verdict 'maybe'"):
         ClaimCheck("a", "b", "maybe")
 

@@ -36,6 +36,7 @@ from fqa_analysis import data
 from fqa_analysis.core.paper import PAPER_GAINS, PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.report import (
     breakable,
+    comparison_caption,
     comparison_table,
     holm_p_text,
     interval,
@@ -63,7 +64,14 @@ from fqa_analysis.core.results import (
     stage_cost,
     stage_recipe,
 )
-from fqa_analysis.findings.reranking import PAPER_KEYS, freezing_measures, ordered, reranking_page, seeds_text
+from fqa_analysis.findings.reranking import (
+    PAPER_KEYS,
+    freezing_measures,
+    learned_line,
+    ordered,
+    reranking_page,
+    seeds_text,
+)
 from fqa_analysis.models.reranker.variants import VARIANTS, planned_runs
 
 pd.set_option("display.max_columns", 20)
@@ -77,11 +85,12 @@ FEEDBACK, WARM = page.feedback, page.warm
 PAPER_ROW = {k: PAPER_OVERALL_ACCURACY[v] for k, v in PAPER_KEYS.items()}
 PAPER_GAIN = {k: PAPER_GAINS[v] for k, v in PAPER_KEYS.items() if k != "none"}
 compute_min, peak_gib = stage_cost(stage)
+OVER = f"{page.overall_questions:,} questions"
 glue("rerank_appendix_rqa", RQA, display=False)
 planned = stage.get("planned", [r for r in planned_runs() if r not in stage["histories"]])
 display(
     Markdown(
-        f"**Runs present** (protocol `{stage['protocol']}`): {seeds_text(page.seeds_of)}. Tables average the "
+        f"**Runs present** (feedback protocol `{stage['protocol']}`): {seeds_text(page.seeds_of)}. Tables average the "
         "seeds each reranker has; `vanilla` is one model shared by every seed. "
         + (
             f"Still planned: {', '.join(f'`{r}`' for r in planned)}. "
@@ -110,7 +119,7 @@ display(
 # | `combined` | the relevance model | feedback + as many replayed pseudo pairs | KL (the paper's CombinedReranker trains on the union in one go) |
 # | `*_scratch` | MiniLM, a fresh head | feedback | as the row without `_scratch` |
 #
-# **Feedback (protocol `available`).** The public release lacks feedback_train for Australia, CDC and UK, so the rerankers train on WHO's feedback_train and the four feedback_valid files, with 20% of their questions (grouped by question, stratified by domain, seed 0) held out for choosing the epoch; feedback_test is never trained on. The paper trains on all four feedback_train files and selects on feedback_valid; the `paper` protocol runs when those files exist. Epochs: two for `feedback_kl`, `feedback_ce_majority` and their scratch rows, one for the others (`feedback_ce_annotator`'s epoch holds one example per annotator, two per item).
+# **Feedback (the feedback protocol `available`: the public files).** The public release lacks feedback_train for Australia, CDC and UK, so the rerankers train on WHO's feedback_train and the four feedback_valid files, with 20% of their questions (grouped by question, stratified by domain, seed 0) held out for choosing the epoch; feedback_test is never trained on. The paper trains on all four feedback_train files and selects on feedback_valid; the `paper` protocol runs when those files exist. Epochs: two for `feedback_kl`, `feedback_ce_majority` and their scratch rows, one for the others (`feedback_ce_annotator`'s epoch holds one example per annotator, two per item).
 #
 # Training examples per source (to fit; held out for choosing the epoch):
 
@@ -130,22 +139,27 @@ mean_sd_table(shown, row_order=order).rename_axis(["RQA", "reranker"]).rename(
 )
 
 # %% [markdown]
+# (rerank-appendix-gains)=
 # Each reranker against the RQA alone on every RQA system (the chapter shows the strongest): paired bootstrap over the overall questions (resampled within test sets), seeds averaged per question, Holm over the rerankers of one RQA system. W/T/L counts questions where the reranked outcome, averaged over the reranker's seeds, is better / equal / worse than the RQA alone's. On the micro average:
 
 # %% tags=["hide-input"]
-print(micro.signature())
-comparison_table(ordered(micro.table, page), names=["RQA", "reranker"]).rename(
-    index=breakable, level="reranker"
+display(
+    comparison_table(ordered(micro.table, page), names=["RQA", "reranker"]).rename(
+        index=breakable, level="reranker"
+    )
 )
+display(Markdown(comparison_caption(micro, OVER)))
 
 # %% [markdown]
 # The same test on the macro average (mean of the four domains):
 
 # %% tags=["hide-input"]
-print(macro.signature())
-comparison_table(ordered(macro.table, page), names=["RQA", "reranker"]).rename(
-    index=breakable, level="reranker"
+display(
+    comparison_table(ordered(macro.table, page), names=["RQA", "reranker"]).rename(
+        index=breakable, level="reranker"
+    )
 )
+display(Markdown(comparison_caption(macro, OVER)))
 
 # %% [markdown]
 # ## What the rerankers can tell apart
@@ -180,6 +194,8 @@ print(
     f"{100 * quality['random_in_topk'].iloc[0]:.1f}%; KL of the training feedback's average rating "
     f"{prior_kl:.3f} nats ({len(items):,} feedback_test items)"
 )
+if (LEARNED := learned_line(page)) is not None:
+    display(Markdown(LEARNED))
 separation
 
 # %% tags=["hide-input"]
@@ -194,17 +210,19 @@ display(
         "over its seeds; lower is better):"
     )
 )
-print(vs_prior.signature())
-comparison_table(
-    vs_prior.table.rename(index=breakable),
-    names=["reranker"],
-    scale=1.0,
-    digits=3,
-    mean_header="KL (nats)",
-    delta_header="Δ vs the training prior (nats)",
-    mde_header="MDE (nats)",
-    wtl=False,
+display(
+    comparison_table(
+        vs_prior.table.rename(index=breakable),
+        names=["reranker"],
+        scale=1.0,
+        digits=3,
+        mean_header="KL (nats)",
+        delta_header="Δ vs the training prior (nats)",
+        mde_header="MDE (nats)",
+        wtl=False,
+    )
 )
+display(Markdown(comparison_caption(vs_prior, f"{len(items):,} feedback_test items")))
 
 # %% [markdown]
 # ## Targets
@@ -334,7 +352,7 @@ auc_by_rqa.T.reindex(index=RERANKERS[1:], columns=RESCORED).round(3).rename_axis
 # %% [markdown]
 # ## Beside the paper
 #
-# The paper (BERT poly-encoder RQA, BART-large rerankers, overall accuracy, averaging not stated): RQA alone 64.75, + FeedbackReranker 66.59 (+1.84), + VanillaReranker 65.98 (+1.23), + CombinedReranker 67.97 (+3.22). Our RQA systems differ from the paper's (MiniLM, not BERT), so the **gain over the RQA alone** is the comparable quantity. How our setting differs, and what varying each difference did, is the chapter's section "Why our numbers differ from the paper's"; the factor runs one by one are below.
+# The paper (BERT poly-encoder RQA, BART-large rerankers, overall accuracy, averaging not stated): RQA alone 64.75, + FeedbackReranker 66.59 (+1.84), + VanillaReranker 65.98 (+1.23), + CombinedReranker 67.97 (+3.22). Our RQA systems differ from the paper's (MiniLM, not BERT), so the **gain over the RQA alone** is the comparable quantity. How our setting differs, and what varying each difference did, is the chapter's section {ref}`reranking-why`; the factor runs one by one are below.
 
 # %% tags=["hide-input"]
 rows = []
@@ -364,9 +382,10 @@ for rqa in RESCORED:
 pd.DataFrame(rows).set_index(["RQA", "reranker"])
 
 # %% [markdown]
+# (rerank-appendix-factors)=
 # ## The factor runs, one by one
 #
-# The book's configuration beside each factor run (one setting changed; the relevance model, `feedback_kl` and `combined` trained anew), rescoring the hybrid's top 5, seed 0 on both sides. "combined alone" ranks the top 5 by P(Excellent) only. The contribution is `combined` minus `vanilla`, the gain `combined` minus the RQA alone, each in points with its unadjusted 95% CI and Holm's p over every comparison of the table. The chapter's section "Why our numbers differ from the paper's" words them.
+# The book's configuration beside each factor run (one setting changed; the relevance model, `feedback_kl` and `combined` trained anew), rescoring the hybrid's top 5, seed 0 on both sides. "combined alone" ranks the top 5 by P(Excellent) only. The contribution is `combined` minus `vanilla`, the gain `combined` minus the RQA alone, each in points with its unadjusted 95% CI and Holm's p over every comparison of the table. The chapter's section {ref}`reranking-why` words them.
 
 # %% tags=["hide-input"]
 from fqa_analysis.core.differences import factor_view, why_missing, why_we_differ
@@ -377,7 +396,7 @@ if WHY_NOTE:
 else:
     why_ = why_we_differ(RESULTS)
     display(factor_view(why_))
-    print(why_.factor_comparison.signature())
+    display(Markdown(comparison_caption(why_.factor_comparison, OVER)))
 
 # %% [markdown]
 # ## How much weight the reranker gets
@@ -454,8 +473,8 @@ print(
     "once here and gives pairs each time, so pairs / questions can exceed 1 + negatives): "
     + ", ".join(f"{r} {recipe_info[r]['fit_questions']:,}" for r in recipes.index)
 )
-print(recipe_comparison_.signature())
-recipe_view
+display(recipe_view)
+display(Markdown(comparison_caption(recipe_comparison_, f"{relevance['eval_questions']} held-out questions")))
 
 # %% [markdown]
 # ## Training curves

@@ -527,7 +527,7 @@ def _factor_effects(w: WhyWeDiffer, key: str) -> str | None:
     if rows.empty:
         return None
     book = w.factors.loc["the book's configuration"]
-    measured: list[tuple[str, Any]] = [("the book's configuration (6 layers)", book.to_dict())]
+    measured: list[tuple[str, Any]] = [("the book's configuration (6 layers, seed 0)", book.to_dict())]
     measured += [(str(label), r.to_dict()) for label, r in rows.iterrows()]
     parts = [
         f"{label}: the feedback's contribution {signed_text(100 * r['contribution_delta'])} points "

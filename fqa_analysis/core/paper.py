@@ -50,11 +50,13 @@ class ClaimCheck:
         claim: What the paper says, with its numbers.
         found: What we find, with the numbers and their CI.
         verdict: One of :data:`CLAIM_VERDICTS`.
+        why: The verdict's reason in a clause, shown after it (empty: none given).
     """
 
     claim: str
     found: str
     verdict: str
+    why: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in CLAIM_VERDICTS:
@@ -73,7 +75,9 @@ class ClaimCheck:
         """
         return (
             "```{admonition} The paper's claim, tested here\n"
-            f"- **The paper:** {self.claim}\n- **Here:** {self.found}\n- **Verdict: {self.verdict}**\n```"
+            f"- **The paper:** {self.claim}\n- **Here:** {self.found}\n- **Verdict: {self.verdict}**"
+            + (f": {self.why}" if self.why else "")
+            + "\n```"
         )
 
 
@@ -107,6 +111,9 @@ def table2_check(accuracy: Mapping[str, float], contribution: Mapping[str, Any],
         >>> check = table2_check(acc, row, "hybrid")
         >>> check.verdict, check.found.split(";")[1].split(": ")[1]
         ('not reproduced', 'RQA alone < + FeedbackReranker < + CombinedReranker < + VanillaReranker')
+        >>> print(check.why)  # doctest: +NORMALIZE_WHITESPACE
+        the feedback's contribution is not told apart from zero, and its 95% CI ends at +0.45,
+        below the paper's +1.99
     """
     paper = " < ".join(
         TABLE2_ROWS[k][0]
@@ -119,6 +126,13 @@ def table2_check(accuracy: Mapping[str, float], contribution: Mapping[str, Any],
     ours_figures = ", ".join(f"{TABLE2_ROWS[k][0]} {100 * accuracy[k]:.2f}" for k in TABLE2_ROWS)
     better = contribution["p_holm"] < 0.05 and contribution["delta"] > 0
     gain = PAPER_OVERALL_ACCURACY["combined_reranker"] - PAPER_OVERALL_ACCURACY["vanilla_reranker"]
+    high = 100 * contribution["delta_ci_high"]
+    why = (
+        "the feedback's contribution is significant"
+        if better
+        else "the feedback's contribution is not told apart from zero"
+        + (f", and its 95% CI ends at {high:+.2f}, below the paper's {gain:+.2f}" if high < gain else "")
+    )
     return ClaimCheck(
         claim=f"with its BERT RQA, {figures}; order: {paper}; the feedback adds {gain:+.2f} points to "
         "the QA-only reranker (Combined minus Vanilla).",
@@ -126,6 +140,7 @@ def table2_check(accuracy: Mapping[str, float], contribution: Mapping[str, Any],
         f"CombinedReranker = combined, seeds averaged); order of the point estimates: {ours}; the feedback "
         f"adds {change_text(contribution)}.",
         verdict="reproduced" if better else "not reproduced",
+        why=why,
     )
 
 

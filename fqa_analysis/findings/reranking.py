@@ -18,7 +18,7 @@ import pandas as pd
 
 from fqa_analysis import data
 from fqa_analysis.core.compare import Comparison, significance_counts
-from fqa_analysis.core.paper import PAPER_GAINS
+from fqa_analysis.core.paper import PAPER_GAINS, TABLE2_ROWS
 from fqa_analysis.core.ratings import item_ratings
 from fqa_analysis.core.report import change_text, holm_p_text
 from fqa_analysis.core.reranking import (
@@ -54,6 +54,7 @@ __all__ = [
     "answer_sentence",
     "findings_lines",
     "freezing_measures",
+    "learned_line",
     "ordered",
     "reranking_page",
     "seeds_text",
@@ -309,9 +310,10 @@ def _part(table: pd.DataFrame, key: str, level: str | None = None) -> pd.DataFra
 
 
 def findings_lines(page: RerankingPage) -> list[str]:
-    """The chapter's findings, one bullet each: answer, weaker systems, feedback over QA data, learning.
+    """The chapter's findings, one bullet each: the answer's evidence, weaker systems, feedback over QA data.
 
-    The appendix's measurements (targets, freezing, recipes, costs) are worded on the appendix page.
+    The appendix's measurements (what the rerankers learned, targets, freezing, recipes, costs) are
+    worded on the appendix page (:func:`learned_line`).
     """
     g = _part(page.micro.table, page.rqa)
     lines = []
@@ -340,35 +342,22 @@ def findings_lines(page: RerankingPage) -> list[str]:
             f"`{top['reranker']}`, {_change(top)}."
         )
     if page.over_qa is not None and page.over_qa_seeds is not None:
+        here, counts, papers = [], [], []
         for system, _ in page.pairs:
             rows = _part(page.over_qa.table, system, "reranker")
             sig = significance_counts(rows)
             seeded = significance_counts(_part(page.over_qa_seeds.table, system, "reranker"))
+            here.append(f"`{system}` {_change(rows.loc[page.rqa])}")
+            counts.append(
+                f"`{system}` better on {sig['better']} and worse on {sig['worse']} of {sig['rows']} "
+                f"({seeded['better']} and {seeded['worse']} with its seeds resampled too)"
+            )
             paper = PAPER_GAINS[PAPER_KEYS[system]] - PAPER_GAINS["vanilla_reranker"]
-            lines.append(
-                f"**Does feedback add to QA data?** `{system}` against `vanilla` (the relevance model, QA "
-                f"data only): on {page.rqa} {_change(rows.loc[page.rqa])}; significantly better on "
-                f"{sig['better']} and significantly worse on {sig['worse']} of {sig['rows']} RQA systems "
-                f"(Holm over {page.over_qa.family_size}); with `{system}`'s seeds resampled too, better on "
-                f"{seeded['better']} and worse on {seeded['worse']}. The paper: {paper:+.2f}."
-            )
-    auc = page.quality.groupby("reranker", sort=False)["auc"].mean()
-    alone = page.quality.groupby("reranker", sort=False)["alone"].mean()
-    warm = [v for v in page.warm if v in auc.index]
-    if warm:
-        scratch = [v for v in page.scratch if v in auc.index]
+            papers.append(f"{paper:+.2f} ({TABLE2_ROWS[system][0].removeprefix('+ ')} minus VanillaReranker)")
         lines.append(
-            "**What the feedback rerankers learned.** Continued from the relevance model, they tell the "
-            f"gold passage from {page.rqa}'s other four candidates with AUC "
-            f"{auc[warm].min():.3f}-{auc[warm].max():.3f} and pick it alone for "
-            f"{100 * alone[warm].min():.1f}-{100 * alone[warm].max():.1f}% of the questions"
-            + (
-                "; trained from MiniLM instead (`*_scratch`), AUC "
-                f"{auc[scratch].min():.3f}-{auc[scratch].max():.3f}"
-                if scratch
-                else ""
-            )
-            + (f"; the relevance model itself {auc['vanilla']:.3f}." if "vanilla" in auc.index else ".")
+            f"**Does feedback add to QA data?** Against `vanilla` (the relevance model, QA data only) on "
+            f"{page.rqa}: {'; '.join(here)}. Over the RQA systems (Holm over {page.over_qa.family_size}), "
+            f"significantly {'; '.join(counts)}. The paper: {', '.join(papers)}."
         )
     return lines
 
@@ -412,3 +401,30 @@ def freezing_measures(page: RerankingPage) -> tuple[pd.DataFrame, dict[int, floa
         )
         lower_pass[k] = stage["timings"].get("relevance_lower_layers", {}).get("compute_s", float("nan")) / 60
     return (freezing_effect(full, pd.concat(parts)) if parts else pd.DataFrame()), lower_pass, skipped
+
+
+def learned_line(page: RerankingPage) -> str | None:
+    """What the rerankers trained on feedback learned, in one sentence (None without warm rerankers).
+
+    How well they tell the gold passage from the RQA's other four candidates (AUC) and how often
+    they pick it alone, beside the rerankers trained from MiniLM and the relevance model itself.
+    """
+    auc = page.quality.groupby("reranker", sort=False)["auc"].mean()
+    alone = page.quality.groupby("reranker", sort=False)["alone"].mean()
+    warm = [v for v in page.warm if v in auc.index]
+    if not warm:
+        return None
+    scratch = [v for v in page.scratch if v in auc.index]
+    return (
+        "**What the feedback rerankers learned.** Continued from the relevance model, they tell the "
+        f"gold passage from {page.rqa}'s other four candidates with AUC "
+        f"{auc[warm].min():.3f}-{auc[warm].max():.3f} and pick it alone for "
+        f"{100 * alone[warm].min():.1f}-{100 * alone[warm].max():.1f}% of the questions"
+        + (
+            "; trained from MiniLM instead (`*_scratch`), AUC "
+            f"{auc[scratch].min():.3f}-{auc[scratch].max():.3f}"
+            if scratch
+            else ""
+        )
+        + (f"; the relevance model itself {auc['vanilla']:.3f}." if "vanilla" in auc.index else ".")
+    )
