@@ -15,17 +15,6 @@
 
 # %% [markdown]
 # # fqa-eval
-#
-# This book reproduces, tests and extends the evaluation of **FeedbackQA** (Li, Sharma, Lu, Cheung, Reddy,
-# *Using Interactive Feedback to Improve the Accuracy and Explainability of Question Answering Systems
-# Post-Deployment*, Findings of ACL 2022, arXiv:2204.03025): how far user feedback on a deployed
-# retrieval QA system (ratings and explanations of its answers) improves that system when a separately
-# trained reranker rescores its candidate answers.
-
-# %% [markdown]
-# ## In short
-#
-# Computed from `results/` when the book is built (the evidence is in the sections below and the chapters).
 
 # %% tags=["hide-input"]
 import pandas as pd
@@ -66,6 +55,7 @@ from fqa_analysis.core.results import (
     total_cost,
 )
 from fqa_analysis.core.text_metrics import readable_opening, variety
+from fqa_analysis.findings.reranking import answer_sentence
 from fqa_analysis.models.reranker.pairs import training_prior
 
 RESULTS = results_dir()
@@ -147,20 +137,7 @@ headline = []  # the answer in plain words, one clause per block that has its ru
 FED = [r for r in gains.index if r != "vanilla"]  # every reranker trained on feedback (warm or from MiniLM)
 SCRATCH = [r for r in FED if r.endswith("_scratch")]
 if (found := best_feedback_gain(gains)) is not None:
-    top, helped = found
-    short.append(
-        f"On the strongest retrieval system here ({RQA}, {100 * overall.loc['none', 'mean']:.1f}% of the test "
-        f"questions answered correctly alone), user feedback {'made' if helped else 'did not make'} the QA "
-        f"system measurably more accurate: the best reranker trained on feedback (`{top}`) changes accuracy by "
-        f"{change_text(gains.loc[top], n_resamples=N_RESAMPLES)} ({'significant' if helped else 'not significant'}; Holm over the "
-        f"{len(gains)} rerankers on {RQA}: vanilla, {len(FED) - len(SCRATCH)} trained on feedback from the "
-        f"relevance model and {len(SCRATCH)} from MiniLM); the paper reports "
-        f"{PAPER_OVERALL_ACCURACY['combined_reranker'] - PAPER_OVERALL_ACCURACY['rqa_alone']:+.2f} with its "
-        "larger models."
-    )
-    headline.append(
-        f"user feedback {'made' if helped else 'did not make'} our strongest QA system measurably more accurate"
-    )
+    # the strongest system's answer is the sentence under the title (answer_sentence, below)
     # the weaker RQA systems: every reranker against the RQA alone, Holm per system (the reranking chapter's table)
     weaker = sorted(set(candidates["rqa"]) - {RQA})
     if weaker and "vanilla" in gains.index:
@@ -241,38 +218,32 @@ if why_missing(RESULTS, RQA) is None:
         f"Why our numbers differ from the paper's ({{doc}}`reranking`, the section of that name; on {RQA}). "
         + why_answer(why, bold=False)
     )
+# the book's answer, in the reranking chapter's words (findings.reranking)
+if (ANSWER := answer_sentence(gains, RQA)) is not None:
+    display(Markdown(f"**{ANSWER}**"))
+
+# %% [markdown]
+# This book reproduces, tests and extends the evaluation of **FeedbackQA** (Li et al., Findings of ACL 2022,
+# arXiv:2204.03025): how far user feedback on a deployed
+# retrieval QA system (RQA; ratings and explanations of its answers) improves that system when a separately
+# trained reranker rescores its candidate answers. How the numbers are computed and tested, the protocol,
+# and every deviation from the paper are in {doc}`appendix/protocol`.
+#
+# ## In short
+#
+# Computed from `results/` when the book is built (the evidence is in the chapters).
+
+# %% tags=["hide-input"]
 if headline:
     display(Markdown(f"**In plain words:** {'; '.join(headline)}."))
 display(Markdown("\n".join(f"- {line}" for line in short) if short else pending("feedback_kl")))
 
 # %% [markdown]
-# ## How to read the numbers
-#
-# Every number in the book is computed by the `fqa_analysis` package from the data files and from the
-# small artifacts under `results/`, by functions that unit tests check on hand-made examples. Comparisons
-# carry paired-bootstrap 95% confidence intervals (each for its own comparison, not adjusted for the family: a
-# CI beside a Holm p is the unadjusted one) and Holm-corrected p-values (B = 10,000 resamples, so the smallest
-# p a family of m comparisons can show is m / 10,001: 0.0008 for eight; a p at that floor, where no resample
-# was as extreme as the observed difference, is a bound and is written `≤ p`, and so is a Holm p that Holm's
-# running maximum carries from such a p to a larger one; a p printed without `≤` is an estimate even where it
-# equals a floor; tables give p to three significant digits, sentences to two); in the chapters' comparison tables
-# every difference that is not significant carries its minimal detectable effect (MDE, 80% power): a true
-# difference at least that large would be found at p < 0.05 / m (m the comparisons in its Holm family, the level Holm asks of the smallest p) in 80% of resamples with these
-# questions and seeds, so that "no effect" can be told from "too little data". The results come from the
-# **stages** of `fqa run` (rqa, relevance, rerank, explain, beyond, explain_rate: each trains or scores one
-# kind of model and writes its tables and its entry in `results/manifest.json`); the pages name them where
-# they show a stage's cost or runs. The test questions of the four feedback domains (accuracy) and the
-# feedback_test items (rated answers: rating quality) are different sets of nearly the same size.
-
-# %% [markdown]
 # ## At a glance
 #
-# The evidence is in {doc}`reranking`. Accuracy is overall accuracy@1 on the four feedback
-# domains' test questions (micro), our numbers the mean over the seeds each reranker has (± sd where it
-# has several; the `seeds` column); Δ is the paired-bootstrap difference with its 95% CI (unadjusted)
-# and Holm-corrected p (B = 10,000); MDE, beside a difference that is not significant, is the smallest
-# true difference the test would find at p < 0.05 / m (m the rerankers of the Holm family) in 80% of resamples
-# (points).
+# The evidence is in {doc}`reranking`. Overall accuracy@1 (micro) on the four feedback domains' test
+# questions, seed means (± sd); Δ with its 95% CI (unadjusted), Holm p and, beside a null, the MDE in
+# points ({doc}`appendix/protocol` says how to read them).
 
 # %% tags=["hide-input"]
 print(
@@ -516,76 +487,6 @@ answers.append(
 )
 display(Markdown("\n".join(f"- {a}" for a in answers)))
 
-# %% [markdown]
-# ## What FeedbackQA is
-#
-# A retrieval QA system (RQA) answers a question Q by choosing one passage from its domain's FAQ
-# collection. The dataset covers five public-health domains: Australia, US (CDC), UK, WHO, and Canada
-# (Quebec). After deployment, crowd workers rated the system's answers as *Excellent*, *Acceptable*,
-# *Could be Improved* or *Bad*, and explained each rating in a sentence or two.
-#
-# ## The protocol this book follows
-#
-# A reranker trained on that feedback rescores the RQA's candidates. For each of the RQA's top k = 5
-# candidates A of a question Q:
-#
-# ```text
-# S(A | Q, A_set) = P_theta(A | Q, A_set) + P_phi(y = Excellent | Q, A)
-# ```
-#
-# - `P_theta` is the RQA's softmax over **all** passages of the question's domain file (not renormalised
-#   over the top 5); `P_phi` is the reranker's rating distribution for the pair (Q, A).
-# - If the gold passage is not among the top 5 the question counts as wrong; otherwise the candidate with
-#   the highest S is the answer (ties go to the candidate the RQA ranked higher).
-# - Accuracy is the share of test questions answered with the gold passage, per domain and overall. The
-#   book reports both **micro** (over questions: big domains weigh more) and **macro** (the unweighted
-#   mean of the per-domain accuracies) averages and labels which is which.
-# - Passage text is the page title, the section headers and the section content joined by newlines,
-#   empty parts skipped.
-# - Test questions: each domain's QA `test.json` (Australia 474, US 572, UK 763, WHO 183; Canada has an
-#   old and a new test file, 876 and 1467 questions).
-#
-# The paper's anchors (overall test accuracy, BERT RQA): RQA alone 64.75; with the FeedbackReranker
-# 66.59; with the VanillaReranker (QA data only) 65.98; with the CombinedReranker (QA data + feedback)
-# 67.97 (set beside ours in the table above).
-#
-# ## Which protocol produced the numbers
-#
-# The paper trains its rerankers on the `feedback_train` files of all four feedback domains (the
-# **paper** protocol). Three of those files (Australia, US, UK) are not in the data this book is built
-# from, so the book uses the **available** protocol: rerankers train on WHO `feedback_train` plus the four
-# `feedback_valid` files, with model selection on a held-out 20% of those questions (grouped by question,
-# stratified by domain, fixed seed). The test files are never trained on. When the full files are present
-# the package switches to the paper protocol by itself. The protocol every stage ran under is recorded
-# in `results/manifest.json`, and the chapters that train on feedback name it with their results.
-#
-# ## How to read the book
-#
-# - {doc}`data`: the data itself: counts per domain and split, label distributions, annotator
-#   agreement, explanation lengths, and real examples.
-# - {doc}`retrieval`: the RQA systems alone: accuracy@1 with confidence intervals, recall@k (the
-#   ceiling of reranking), the pooled MTEB view, what the temperatures do, and failures.
-# - {doc}`reranking`: the paper's main comparison: every RQA system alone and with each reranker
-#   (the relevance model `vanilla`, the feedback rerankers continued from it, and the same losses trained
-#   from MiniLM), per domain and overall, with paired-bootstrap CIs,
-#   Holm-corrected p-values and win/tie/loss, beside the paper's numbers.
-# - {doc}`ablation_score`: P(Excellent) or the expected rating as the reranker's score.
-# - {doc}`ablation_loss`: KL to the annotator distribution or cross-entropy: rating quality,
-#   calibration and QA accuracy, on items where annotators agree and where they disagree.
-# - {doc}`explanations`: generated explanations of a rating against the annotators' own (the
-#   annotators as reference): consistency with the rating, similarity, variety and grounding, and a blind
-#   reading of a small sample by AI judges (fluent, supports its rating, accurate, specific).
-# - {doc}`explain_rate`: the paper's explain-then-rate reranker, in the paper's form and ours, against the
-#   rate-only one: QA accuracy, rating quality, and whether its explanations agree with its ratings.
-# - {doc}`beyond_scoring`: beyond the paper, part I: calibration of P_theta and P(Excellent) and what
-#   temperature scaling does to accuracy, the weight of the sum (w from 0 to 1, its stability across
-#   domains and seeds, tuned out of sample), and reranking the top k for k = 1..20 against recall@k.
-# - {doc}`beyond_feedback`: beyond the paper, part II: learning curves of the feedback reranker (10% to
-#   100% of the feedback), leave-one-domain-out transfer against a size-matched control, and where the
-#   best system fails, with examples.
-# - {doc}`rerun` (appendix): how to rerun an ablation of your own: the steps on a fresh machine, the
-#   compute each command takes, and where its results go.
-
 # %% tags=["hide-input"]
 # which chapters show less than their stage plans: said here, so that a reader knows before opening them
 waiting = []
@@ -629,27 +530,3 @@ display(
         else "Every chapter shows all the runs its stage plans."
     )
 )
-
-# %% [markdown]
-# Above each comparison table a one-line *signature* states every convention behind it (the test, the
-# bootstrap resamples B and their seed, the strata, micro or macro, how training seeds enter, the Holm
-# family's size and members, the package version) and `results:` the git commit(s) of the code that
-# computed the results it reads (from `results/manifest.json`; `+dirty` would mark uncommitted code), so
-# that a number can be recomputed exactly with `git checkout` of that commit.
-#
-# ## Deviations from the paper, in one place
-#
-# | what | paper | here | why |
-# |---|---|---|---|
-# | reranker training feedback | all four `feedback_train` files | WHO `feedback_train` + four `feedback_valid` (the **available** protocol) | three files absent from the data used here |
-# | RQA model | BERT-base (or BART) poly-encoder, fine-tuned on GPU | all-MiniLM-L6-v2 bi-encoder (22.7M parameters) fine-tuned on 2 CPU cores; plus BM25 and zero-shot MiniLM | no model hub at run time; 2 CPU cores |
-# | reranker model | BART-large with a rating head, fully fine-tuned | all-MiniLM-L6-v2 cross-encoder (22.7M parameters) with a 4-way head, all six transformer layers trained, max 128 tokens of question + passage, float32 on the CPU; 3 seeds per feedback variant, seed 0 only for the two cross-entropy `*_scratch` variants (the chapters say which seeds each table averages) | no model hub at run time; 2 CPU cores |
-# | where the rerankers start | BART-large's pretrained weights | a relevance model trained here (the `vanilla` row): QA-train questions of all five domains, gold = Excellent, three negatives drawn from **zero-shot MiniLM**'s top 10 non-gold = Bad, listwise loss, one epoch, seed 0, shared by every seed; every feedback reranker continues from it; the same feedback losses trained from MiniLM are the `*_scratch` rows | no pretrained relevance model offline, and MiniLM is a sentence-embedding network, not a relevance model; one negative source for every RQA, so the reranker depends on no RQA it rescores |
-# | combined reranker | trained on QA pseudo-ratings and feedback together | the relevance model continued on the feedback plus as many replayed pseudo pairs | one training on both (the pseudo pairs are replayed, not relearned from the start) |
-# | what the rerankers rescore | the RQA's top 5 on the test sets | the same for all four RQA systems on the four feedback domains; Quebec's test sets (no feedback, outside the overall) are shown for the RQA alone | scoring is most of a feedback reranker's cost on 2 cores; a pair two systems share is scored once |
-# | learning curves, transfer (not in the paper) | - | fractions of the `available` training feedback (1,545 rated pairs); a domain left out of training and model selection, against a control with as many pairs removed at random; one seed per run (seed 0); fraction 1 is the rerank stage's `feedback_kl` | what this data allows; one seed per run, since the settings are compared by a paired test over questions |
-# | reranker epoch selection | feedback_valid | lowest KL to the annotators of a held-out 20% of the training questions (protocol `available`) | feedback_valid is training data in `available` |
-# | explanation generator | a pretrained sequence-to-sequence model (BART-large) | an encoder-decoder warm-started from two all-MiniLM-L6-v2 copies (cross-attention and output layer untrained at start), six epochs; the rating is the decoder's forced first tokens; greedy plus four nucleus-sampled candidates, one kept by a chooser (a TF-IDF classifier of human explanations and the similarity to the pair, with penalties against over-used openings and against words no training text holds), for every row or only where greedy does not read as its rating, as a held-out rule adopts (Explanations chapter) | no pretrained English sequence-to-sequence model is available to this project |
-# | judging explanations | a user study (people) | automatic proxies (similarity and ROUGE-L to the annotators, consistency by a classifier of human explanations, variety, grounding) and a blind reading of 200 explanations of 40 items by two AI-model judges with a fixed rubric (Explanations chapter) | this project cannot run a user study; the AI judges are not people and share one model's reading |
-# | explain-then-rate reranker | BART-large: writes an explanation of the pair, then predicts the rating from it; loss = KL of the rating + explanation cross-entropy (weight 1) | MiniLM2MiniLM (two all-MiniLM-L6-v2 copies; the encoder's layers start from the relevance model, the cross-attention untrained) with a rating head on the decoder state after the explanation; the same loss and weight; two epochs; explanations of at most 24 tokens; 3 seeds (the paper's form: seed 0, greedy); rescores the hybrid and fine-tuned MiniLM only. In our form (the one compared) the head is trained on the state after the model's own explanation, not the annotators', also sees the encoder's mean state, and one lever against repeated explanations is chosen on seed 0's held-out pairs: an unlikelihood term against repeated openings, or writing its own explanation as a seeded nucleus draw in training and at inference; the paper's form is reported beside it | no pretrained English sequence-to-sequence model is available to this project; the paper's form, measured, writes one explanation and rates every feedback_test item Bad (consistent with exposure bias: trained on the annotators' words, it reads its own at inference), and our decoder's cross-attention starts untrained, so the head is given the pair directly; two RQA systems only, since writing an explanation for every candidate is this model's main cost |
-# | P_theta scale | the model's own softmax | softmax of scores / T, one T per system fitted on the QA valid sets by NLL | BM25 and cosine scores are not log-probabilities |
