@@ -15,14 +15,6 @@
 
 # %% [markdown]
 # # Ablation: KL or cross-entropy
-#
-# The paper trains its FeedbackReranker to match the **distribution** of the annotators' ratings (KL divergence). Two simpler choices are compared with the same data, starting point (the relevance model of {doc}`reranking`) and seeds:
-#
-# - `feedback_kl`: KL(annotators || P_phi), the target is the annotators' rating distribution;
-# - `feedback_ce_annotator`: cross-entropy with one example per annotator rating. Its expected gradient is the same as KL's (the mean of the per-annotator cross-entropies is the cross-entropy to their distribution, which differs from KL by a constant), so it differs from KL in batch composition, noise and, here, epochs (one, as its epoch holds two examples per item, against KL's two); **the informative contrast is KL against the majority label**;
-# - `feedback_ce_majority`: cross-entropy on the majority label (ties to the **lower** rating), which discards disagreement entirely.
-#
-# If the losses differ anywhere, it should be in the rating distributions they predict (calibration, and items where annotators disagree), more than in the top-1 accuracy of the reranked QA system. Rating quality is measured on **feedback_test** (three annotators per item, never trained on): accuracy of the argmax against the majority label, macro-F1 over the four ratings, mean KL from the annotator distribution to P_phi (nats), and the calibration error of P(Excellent) against the share of annotators who said Excellent (10 equal-width bins). The other rerankers of {doc}`reranking` (`vanilla`, `combined`, and the same losses trained from MiniLM, `*_scratch`) are shown beside for reference where present.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -31,73 +23,37 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fqa_analysis import data
-from fqa_analysis.core.compare import verdict
 from fqa_analysis.core.paper import loss_check
 from fqa_analysis.core.plots import mark_group_levels, plot_grouped_bars, plot_reliability
-from fqa_analysis.core.ratings import item_ratings, predicted_rating
-from fqa_analysis.core.report import (
-    breakable,
-    change_text,
-    comparison_table,
-    holm_p_text,
-    plus_minus,
-    ranked_counts,
-    signed_text,
-)
-from fqa_analysis.core.reranking import (
-    AGREEMENT_SUBSETS,
-    compare_to_baseline,
-    join_annotators,
-    loss_comparisons,
-    per_item_rating_scores,
-    rating_quality_table,
-    score_outcomes,
-)
-from fqa_analysis.core.results import load_candidates, load_stage, load_table, results_dir
-from fqa_analysis.models.reranker.variants import VARIANTS as DECLARED
+from fqa_analysis.core.report import breakable, comparison_table, plus_minus
+from fqa_analysis.core.results import results_dir
+from fqa_analysis.findings.ablation_loss import answer_sentence, findings_lines, loss_page, missing_losses
 
 RESULTS = results_dir()
-stage = load_stage(RESULTS, "rerank")
-ALL_LOSSES = ("feedback_kl", "feedback_ce_annotator", "feedback_ce_majority")
-# what this results folder holds (any subset of the variants and seeds), in the stage's order
-PRESENT = set(load_table(RESULTS, "rating_predictions.parquet")["reranker"])
-VARIANTS = [v for v in DECLARED if v in PRESENT]
-LOSSES = [v for v in ALL_LOSSES if v in PRESENT]
-ABSENT = [v for v in ALL_LOSSES if v not in PRESENT]
 # the ablation compares KL with at least one cross-entropy loss; until one is in results/ it says so
-READY = "feedback_kl" in LOSSES and len(LOSSES) >= 2
-WAITING = Markdown(
-    "*Not computed: the loss ablation compares `feedback_kl` with the cross-entropy losses; "
-    + ", ".join(f"`{v}`" for v in ABSENT)
-    + " not in this results folder (`fqa run rerank --variants "
-    + ",".join(ABSENT)
-    + "` adds them). The sections below fill in when they are there.*"
-)
-
-# %% tags=["hide-input"]
+READY = not (ABSENT := missing_losses(RESULTS))
 if READY:
-    predictions = load_table(RESULTS, "rating_predictions.parquet")
-    test_feedback = data.feedback_frame(data.available_feedback(data.resolve_data_dir(None), "test"))
-    items = item_ratings(test_feedback)
-    joined = join_annotators(predictions, items)
-    quality = rating_quality_table(joined)
-    per_item = per_item_rating_scores(joined[joined["reranker"].isin(LOSSES)])
-    tests = loss_comparisons(per_item, baseline="feedback_kl", commit=stage["git_commit"])
-    # the same comparisons with each loss's training seeds resampled too (a two-level bootstrap)
-    seed_tests = loss_comparisons(
-        per_item_rating_scores(joined[joined["reranker"].isin(LOSSES)], by_seed=True),
-        baseline="feedback_kl",
-        commit=stage["git_commit"],
-        resample_seeds=True,
-    )
-    candidates = load_candidates(RESULTS)
-    outcomes = score_outcomes(candidates[candidates["reranker"].isin(LOSSES)])
-    qa = compare_to_baseline(outcomes, baseline="feedback_kl", commit=stage["git_commit"])
-    print(
-        f"{items.shape[0]} feedback_test items, {int(items['unanimous'].sum())} unanimous; "
-        f"{predictions.groupby(['reranker', 'seed']).ngroups} reranker runs"
+    page = loss_page(RESULTS)
+    stage, items, joined, quality, tests = page.stage, page.items, page.joined, page.quality, page.tests
+    seed_tests, qa, VARIANTS = page.seed_tests, page.qa, page.variants
+    display(Markdown(f"**{answer_sentence(page)}**"))
+else:
+    display(
+        Markdown(
+            "*Not computed: the loss ablation compares `feedback_kl` with the cross-entropy losses; "
+            + ", ".join(f"`{v}`" for v in ABSENT)
+            + f" not in this results folder (`fqa run rerank --variants {','.join(ABSENT)}` adds them).*"
+        )
     )
 
+# %% [markdown]
+# The paper trains its FeedbackReranker to match the **distribution** of the annotators' ratings (KL divergence). Two simpler losses are trained with the same data, starting point (the relevance model of {doc}`reranking`) and seeds:
+#
+# - `feedback_kl`: KL(annotators || P_phi), the target is the annotators' rating distribution;
+# - `feedback_ce_annotator`: cross-entropy with one example per annotator rating. Its expected gradient equals KL's, so it differs in batch composition, noise and epochs (one, against KL's two); **the informative contrast is KL against the majority label**;
+# - `feedback_ce_majority`: cross-entropy on the majority label (ties to the **lower** rating), which discards disagreement.
+#
+# Rating quality is measured on **feedback_test** (three annotators per item, never trained on): accuracy of the argmax against the majority label, macro-F1, mean KL from the annotator distribution to P_phi (nats), and the calibration error of P(Excellent) against the share of annotators who said Excellent (10 bins). The other rerankers of {doc}`reranking` are shown beside for reference.
 
 # %% [markdown]
 # ## Findings
@@ -106,167 +62,15 @@ if READY:
 
 # %% tags=["hide-input"]
 if READY:
-    means = (
-        quality[quality["subset"] == "all"]
-        .groupby("reranker")[["accuracy", "macro_f1", "kl", "ece_excellent"]]
-        .mean()
+    t, seeded = page.indexed
+    if "feedback_ce_majority" in page.losses:
+        rows = [x.loc[("kl", "all", "feedback_ce_majority")] for x in (t, seeded)]
+        display(Markdown(loss_check(*rows).markdown()))
+    print(
+        f"{items.shape[0]} feedback_test items, {int(items['unanimous'].sum())} unanimous; "
+        f"{page.predictions.groupby(['reranker', 'seed']).ngroups} reranker runs"
     )
-    # sorted: a lookup by (metric, subset) on an unsorted index is slow and warns on the page
-    t = tests.set_index(["metric", "subset", "reranker"]).sort_index()
-    FAMILY = "Holm over the cross-entropy losses present, per metric and subset"
-    best_kl = means.loc[LOSSES, "kl"].idxmin()
-    kl_rows = t.loc[("kl", "all")]
-    better = [v for v, r in kl_rows.iterrows() if verdict(r, higher_is_better=False) == "better"]
-    # the bootstrap over items treats each loss as trained with these seeds; resampling the seeds too
-    # asks whether another draw of seeds would keep the difference
-    seeded = seed_tests.set_index(["metric", "subset", "reranker"]).sort_index()
-    seed_kl = seeded.loc[("kl", "all")]
-    kept = [v for v in better if verdict(seed_kl.loc[v], higher_is_better=False) == "better"]
-    if "feedback_ce_majority" in LOSSES:
-        display(
-            Markdown(
-                loss_check(
-                    kl_rows.loc["feedback_ce_majority"], seed_kl.loc["feedback_ce_majority"]
-                ).markdown()
-            )
-        )
-    lines = [
-        f"**Which loss?** The lowest KL to the annotators on feedback_test is `{best_kl}`'s "
-        f"({means.loc[best_kl, 'kl']:.3f} nats, seed mean"
-        # lowest over all items need not be lowest on each agreement subset: name a subset where it is worse
-        + "".join(
-            f"; on the {sub} items it is significantly above `feedback_kl`'s: {change_text(row, 1.0, 3, 'nats')}"
-            for sub in ("unanimous", "disagree")
-            if ("kl", sub, best_kl) in t.index
-            for row in [t.loc[("kl", sub, best_kl)]]
-            if row["p_holm"] < 0.05 and row["delta"] > 0
-        )
-        + "); "
-        + (
-            f"{', '.join(f'`{v}`' for v in better)}'s {'is' if len(better) == 1 else 'are'} significantly below "
-            "`feedback_kl`'s on all items"
-            + (
-                "; with each loss's seeds resampled too, "
-                + (
-                    f"{', '.join(f'`{v}`' for v in kept)} stay{'s' if len(kept) == 1 else ''} below it"
-                    if kept
-                    else "that all-items difference is not told apart from another draw of seeds"
-                )
-                + " ("
-                + "; ".join(f"`{v}` Holm p {holm_p_text(seed_kl.loc[v])}" for v in better)
-                + ")."
-            )
-            if better
-            else "no cross-entropy loss is significantly below `feedback_kl`'s."
-        )
-        + " Against `feedback_kl` on all items ("
-        + FAMILY
-        + "): "
-        + "; ".join(
-            f"`{v}` KL {change_text(r, 1.0, 3, 'nats')}, argmax accuracy "
-            f"{change_text(t.loc[('correct', 'all', v)], 1.0, 3, '')}"
-            f" (seeds resampled too: KL {verdict(seed_kl.loc[v], with_mde=False, higher_is_better=False)}, Holm p "
-            f"{holm_p_text(seed_kl.loc[v])}; accuracy "
-            f"{verdict(seeded.loc[('correct', 'all', v)], with_mde=False)}, Holm p "
-            f"{holm_p_text(seeded.loc[('correct', 'all', v)])})"
-            for v, r in kl_rows.iterrows()
-        )
-        + ".",
-        f"Losses present: {', '.join(f'`{v}`' for v in LOSSES)} (seeds: "
-        + "; ".join(
-            f"{v} {', '.join(map(str, sorted(predictions.loc[predictions['reranker'] == v, 'seed'].unique())))}"
-            for v in LOSSES
-        )
-        + ")"
-        + ("" if len(LOSSES) == 3 else "; not in this results folder: " + ", ".join(f"`{v}`" for v in ABSENT))
-        + ".",
-        "On feedback_test (seed means): "
-        + "; ".join(
-            f"{v}: KL {means.loc[v, 'kl']:.3f}, accuracy {means.loc[v, 'accuracy']:.3f}, macro-F1 "
-            f"{means.loc[v, 'macro_f1']:.3f}, ECE {means.loc[v, 'ece_excellent']:.3f}"
-            for v in LOSSES
-        )
-        + ".",
-    ]
-    if "feedback_ce_majority" in LOSSES:
-        lines.append(
-            "The informative contrast, feedback_ce_majority against feedback_kl, by agreement subset: KL "
-            + "; ".join(
-                f"{sub} {change_text(t.loc[('kl', sub, 'feedback_ce_majority')], 1.0, 3, 'nats')}"
-                for sub in AGREEMENT_SUBSETS[1:]
-            )
-            + " ("
-            + FAMILY
-            + ")."
-        )
-    # the reranked QA system: each loss against feedback_kl on every RQA system (Holm per RQA)
-    qa_rows = qa.table.reset_index()
-    significant = qa_rows[qa_rows["p_holm"] < 0.05]
-    lines.append(
-        f"QA accuracy against feedback_kl: significantly different in {len(significant)} of {len(qa_rows)} "
-        "(RQA, loss) pairs (Holm over the losses within each RQA; each loss's seeds averaged per question, "
-        "not resampled)"
-        + (
-            ": "
-            + "; ".join(
-                f"{r.rqa} + `{r.reranker}` {change_text(r._asdict())}" for r in significant.itertuples()
-            )
-            if len(significant)
-            else ""
-        )
-        + "."
-    )
-    # the plain answer first, from the same tests: does the loss matter for QA, and how much for ratings?
-    largest = kl_rows["delta"].abs().max()
-    lines.insert(
-        0,
-        "**In plain words:** the loss "
-        + (
-            "barely matters for QA accuracy"
-            if len(significant) <= len(qa_rows) // 4
-            else "matters for QA accuracy"
-        )
-        + f" (different from `feedback_kl` in {len(significant)} of {len(qa_rows)} (RQA, loss) pairs"
-        + (
-            f"; MDE of the others {100 * qa_nulls['mde'].min():.2f} to {100 * qa_nulls['mde'].max():.2f} points"
-            if len(qa_nulls := qa_rows[(qa_rows["p_holm"] >= 0.05) & (qa_rows["mde"] > 0)])
-            else ""
-        )
-        + "), and it "
-        f"moves the ratings' KL to the annotators by at most {largest:.3f} nats on all items "
-        f"(`feedback_kl`: {means.loc['feedback_kl', 'kl']:.3f}); "
-        + (
-            f"the lowest KL is `{best_kl}`'s."
-            if best_kl != "feedback_kl"
-            else "`feedback_kl` has the lowest KL."
-        )
-        # a loss significantly better on one measure and worse on the other is a trade-off: say so
-        + "".join(
-            f" `{v}` trades one for the other: argmax accuracy {signed_text(acc_row['delta'], 3)} but KL "
-            f"{signed_text(r['delta'], 3)} nats against `feedback_kl` (both significant)."
-            for v, r in kl_rows.iterrows()
-            for acc_row in [t.loc[("correct", "all", v)]]
-            if r["p_holm"] < 0.05 and acc_row["p_holm"] < 0.05 and (r["delta"] > 0) == (acc_row["delta"] > 0)
-        ),
-    )
-    # a rating model that predicts one rating for (almost) every item has learned the prior's mode
-    top = predictions.assign(rating=predicted_rating(predictions)).groupby("reranker")["rating"]
-    collapsed = {
-        v: (shares.index[0], shares.iloc[0])
-        for v, shares in ((v, ranked_counts(g, normalize=True)) for v, g in top)
-        if shares.iloc[0] >= 0.9
-    }
-    if collapsed:
-        lines.append(
-            "Collapsed to one rating: "
-            + "; ".join(
-                f"`{v}` predicts {r} for {share:.0%} of the items" for v, (r, share) in collapsed.items()
-            )
-            + " (its accuracy and macro-F1 are those of always predicting that rating)."
-        )
-    display(Markdown("\n".join(f"- {x}" for x in lines)))
-else:
-    display(WAITING)
+    display(Markdown("\n".join(f"- {x}" for x in findings_lines(page))))
 
 # %% [markdown]
 # ## Rating quality per loss

@@ -134,7 +134,7 @@ def test_the_findings_layer_loads_no_model_library() -> None:
     import sys
 
     code = (
-        "import sys, fqa_analysis.findings.reranking; "
+        "import sys, fqa_analysis.findings.reranking, fqa_analysis.findings.ablation_loss; "
         f"print(sorted(m for m in {sorted(MODEL_LIBRARIES)!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
