@@ -15,10 +15,6 @@
 
 # %% [markdown]
 # # Ablation: P(Excellent) or the expected rating
-#
-# The paper adds the reranker's probability of the top rating to the RQA's probability, S = P_theta + P_phi(Excellent). That throws away the rest of the rating distribution: a passage the reranker thinks is surely Acceptable scores the same as one it thinks is surely Bad. The alternative keeps it: S = P_theta + E[y]/3, the expected rating on the 0..3 scale (Bad 0, Could be Improved 1, Acceptable 2, Excellent 3) divided by 3 so that both scores lie in [0, 1]. Both rules are applied to the **same** trained rerankers (every variant, every seed, every RQA system); only the scoring changes, so the comparison is paired question by question.
-#
-# "Show the page's settings" below holds the settings this page was computed with, at the book's values; {doc}`rerun` shows how to re-execute the page with others (an ablation in seconds, no model trained).
 
 # %% tags=["parameters", "hide-input"] mystnb={"code_prompt_show": "Show the page's settings", "code_prompt_hide": "Hide the page's settings"}
 # The page's settings, at the book's values. Change one and re-execute the notebook to get that
@@ -46,6 +42,7 @@ from fqa_analysis.core.reranking import (
     seed_table,
 )
 from fqa_analysis.core.results import load_candidates, load_stage, results_dir
+from fqa_analysis.findings.ablation_score import answer_sentence
 from fqa_analysis.models.reranker.variants import VARIANTS as DECLARED
 
 RESULTS = results_dir()
@@ -65,6 +62,12 @@ ablation = ablation.sort_values(
     kind="stable",
 ).reset_index(drop=True)
 separation = score_separation(candidates)
+display(Markdown(f"**{answer_sentence(ablation)}**"))
+
+# %% [markdown]
+# The paper adds the reranker's probability of the top rating to the RQA's probability, S = P_theta + P_phi(Excellent). That throws away the rest of the rating distribution: a passage the reranker thinks is surely Acceptable scores the same as one it thinks is surely Bad. The alternative keeps it: S = P_theta + E[y]/3, the expected rating on the 0..3 scale (Bad 0, Could be Improved 1, Acceptable 2, Excellent 3) divided by 3 so that both scores lie in [0, 1]. Both rules are applied to the **same** trained rerankers (every variant, every seed, every RQA system); only the scoring changes, so the comparison is paired question by question.
+#
+# "Show the page's settings" above holds the settings of this page; {doc}`rerun` re-executes it with others (in seconds, no model trained).
 
 # %% [markdown]
 # ## Findings

@@ -15,8 +15,6 @@
 
 # %% [markdown]
 # # The FeedbackQA data
-#
-# What the evaluation is run on: five public-health FAQ domains, the questions asked of each, the passage pool each question is answered from, and the feedback that users gave on answers. Every number on this page is computed here from the data files by `fqa_analysis` functions that the unit tests check; nothing is typed in by hand.
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -32,6 +30,7 @@ from fqa_analysis.core.plots import (
     plot_label_distribution,
 )
 from fqa_analysis.data.check import check_data
+from fqa_analysis.findings.dataset import answer_sentence
 
 pd.set_option("display.max_colwidth", 200)
 data_dir = data.resolve_data_dir(None)  # --data-dir / $FQA_DATA_DIR / the cache `fqa data fetch` fills
@@ -44,6 +43,11 @@ feedback = data.feedback_frame(
 items = ratings.item_ratings(feedback)
 agree = ratings.agreement(feedback)
 lengths = ratings.explanation_lengths(feedback)
+TRAIN_DOMAINS = {f.domain for f in data.available_feedback(data_dir, "train")}
+display(Markdown(f"**{answer_sentence(items, TRAIN_DOMAINS)}**"))
+
+# %% [markdown]
+# What the evaluation is run on: five public-health FAQ domains, the questions asked of each, the passage pool each question is answered from, and the feedback that users gave on answers. Every number on this page is computed here from the data files by `fqa_analysis` functions that the unit tests check; nothing is typed in by hand.
 
 # %% [markdown]
 # ## Findings

@@ -134,7 +134,8 @@ def test_the_findings_layer_loads_no_model_library() -> None:
     import sys
 
     code = (
-        "import sys, fqa_analysis.findings.reranking, fqa_analysis.findings.ablation_loss; "
+        "import sys, fqa_analysis.findings.reranking, fqa_analysis.findings.ablation_loss, "
+        "fqa_analysis.findings.ablation_score, fqa_analysis.findings.dataset; "
         f"print(sorted(m for m in {sorted(MODEL_LIBRARIES)!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

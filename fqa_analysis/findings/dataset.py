@@ -1,0 +1,36 @@
+"""The data chapter: what the public files hold, worded for the sentence the chapter opens with."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import pandas as pd
+
+from fqa_analysis.core.ratings import unanimous_by_raters
+from fqa_analysis.data import FEEDBACK_DOMAINS
+
+__all__ = ["answer_sentence"]
+
+
+def answer_sentence(items: pd.DataFrame, train_domains: Collection[str]) -> str:
+    """The chapter's answer in one sentence (at most 30 words).
+
+    Args:
+        items: Every rated item of the feedback files present
+            (:func:`~fqa_analysis.core.ratings.item_ratings`: ``n_ratings``, ``unanimous``, ``split``).
+        train_domains: The feedback domains whose ``feedback_train`` the data folder holds.
+
+    Example:
+        >>> items = pd.DataFrame({"split": ["train", "valid", "test", "test"], "n_ratings": [2, 2, 3, 3],
+        ...                       "unanimous": [True, False, True, False]})
+        >>> print(answer_sentence(items, ["WHO"]))  # doctest: +NORMALIZE_WHITESPACE
+        The public files hold 4 rated answers; all their annotators agree on 50-50% of them, and 3 of the 4
+        feedback domains have no feedback_train here.
+    """
+    shares = unanimous_by_raters(items)["share"]
+    lacking = [d for d in FEEDBACK_DOMAINS if d not in set(train_domains)]
+    return (
+        f"The public files hold {len(items):,} rated answers; all their annotators agree on "
+        f"{100 * shares.min():.0f}-{100 * shares.max():.0f}% of them, and {len(lacking)} of the "
+        f"{len(FEEDBACK_DOMAINS)} feedback domains have no feedback_train here."
+    )
