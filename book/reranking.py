@@ -47,13 +47,14 @@ from fqa_analysis.findings.reranking import (
 page = reranking_page(results_dir(), SCORE, WEIGHT, DEPTH, RQA_SHOWN, RERANKERS_SHOWN)
 RQA, gains = page.rqa, page.micro.table.loc[page.rqa]
 OVER = f"{page.overall_questions:,} questions"
-display(Markdown(f"**{answer_sentence(gains, RQA, strongest=not page.chosen)}**"))
+if (ANSWER := answer_sentence(gains, RQA, strongest=not page.chosen)) is not None:
+    display(Markdown(f"**{ANSWER}**"))
 
 # %% [markdown]
 # A retrieval QA system (RQA) proposes its top 5 passages; a reranker rescores them with the paper's S = P_theta + P_phi(Excellent), P_phi the reranker's rating distribution, and the highest S answers. One reranker, trained apart from any RQA, rescores every RQA system (the paper's decoupling). Overall = the four feedback domains' test questions. A change that is not significant carries its MDE, the smallest true change the test would find with 80% power. The rerankers, their training, the per-domain and per-run tables and the costs are in the {doc}`appendix <appendix/reranking>`.
 
 # %% tags=["hide-input"]
-if over_qa := page.over_qa:
+if (over_qa := page.over_qa) is not None and set(PAPER_KEYS) - {"none"} <= set(gains.index):
     means = {
         "none": gains["baseline_mean"].iloc[0],
         **{k: gains.loc[k, "mean"] for k in PAPER_KEYS if k != "none"},

@@ -344,7 +344,7 @@ def test_ablation_notebooks_run_on_another_results_folder(
     assert _outputs(nb) and _outputs(nb) != _outputs(stored)
 
 
-@pytest.mark.parametrize("page", ["reranking", "ablation_loss"])
+@pytest.mark.parametrize("page", ["reranking", "appendix/reranking", "ablation_loss"])
 def test_chapters_run_on_a_results_folder_holding_a_subset(
     smoke_run: tuple[Path, Path, float], page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
