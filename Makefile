@@ -88,7 +88,7 @@ notebooks: data
 screenshot: book
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	mkdir -p screenshots
-	for page in intro data retrieval reranking ablation_score ablation_loss rerun explanations explain_rate beyond_scoring beyond_feedback appendix/reranking; do \
+	for page in intro data retrieval reranking ablation_score ablation_loss rerun explanations explain_rate beyond_scoring beyond_feedback appendix/protocol appendix/retrieval appendix/reranking; do \
 		chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 			--disable-background-networking --disable-component-update --disable-sync \
 			--user-data-dir=$$(mktemp -d) --hide-scrollbars --window-size=1280,14000 \

@@ -23,6 +23,7 @@ WITHIN_BUDGET = (
     "book/reranking.ipynb",
     "book/ablation_score.ipynb",
     "book/ablation_loss.ipynb",
+    "book/retrieval.ipynb",
 )
 
 
