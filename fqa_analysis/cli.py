@@ -195,6 +195,14 @@ def _parser() -> argparse.ArgumentParser:
         f"{RerankRunConfig.warm_frozen_layers}, every layer trained)",
     )
     add(
+        "--relevance-per-seed",
+        action="store_const",
+        const=True,
+        help="rerank stage: seed k of every variant continued from the relevance model starts from the "
+        "relevance model of seed k, which vanilla then trains too (default: every seed starts from the "
+        "one relevance model of seed 0); a run under it goes to a results folder of its own",
+    )
+    add(
         "--rerank-epochs",
         type=_int_in(1),
         help=f"reranker epochs (default: {RerankConfig.epochs}) of every variant but "
@@ -376,7 +384,7 @@ STAGES: dict[str, set[str]] = {
     "rqa": {"subset", "systems", "seed", "epochs", "max_steps", "replace"},
     # the recipes set the relevance options themselves; the model options are shared
     "relevance": {"subset", "recipes", "max_len", "layers", "device", "max_steps", "replace"},
-    "rerank": _RERANK_OPTIONS | {"replace", "warm_frozen_layers"},
+    "rerank": _RERANK_OPTIONS | {"replace", "warm_frozen_layers", "relevance_per_seed"},
     "explain": {
         "subset",
         "explain_epochs",
@@ -549,6 +557,10 @@ def _pointless(args: argparse.Namespace) -> list[str]:
         # the other stages load the rerank stage's models with every layer: a frozen run is a
         # measurement in a folder of its own, not a setting for the whole pipeline
         notes.append(f"--warm-frozen-layers is read by `fqa run rerank` alone, not `fqa run {args.stage}`")
+    if args.relevance_per_seed is not None and args.stage == "all":
+        # the other stages continue from the one relevance model: per-seed starts are a measurement
+        # of the rerank stage in a folder of its own, not a setting for the whole pipeline
+        notes.append(f"--relevance-per-seed is read by `fqa run rerank` alone, not `fqa run {args.stage}`")
     if args.explain_rate_unlikelihood and args.stage == "explain_rate" and args.explain_rate_form == "paper":
         notes.append(
             "--explain-rate-unlikelihood acts on the explanations our form writes while training; "
@@ -673,6 +685,7 @@ def stage_configs(args: argparse.Namespace, device: str = "cpu") -> dict[str, An
         relevance_domains=args.relevance_domains or RerankRunConfig.relevance_domains,
         score_rqa=args.rescore or RerankRunConfig.score_rqa,
         warm_frozen_layers=args.warm_frozen_layers or RerankRunConfig.warm_frozen_layers,
+        relevance_per_seed=bool(args.relevance_per_seed),
     )
     if args.relevance_epochs is not None:
         rerank = replace(rerank, variant_epochs={**rerank.variant_epochs, "vanilla": args.relevance_epochs})

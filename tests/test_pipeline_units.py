@@ -386,3 +386,35 @@ def test_training_keeps_its_selection_scores_so_no_stage_scores_those_pairs_agai
     # a pair outside the selection set is scored as before
     _, from_cache = score_cached(model.folder, model.weights, ["a", "d"], states, config)
     assert not from_cache and has_scores(model.folder)
+
+
+@pytest.mark.parametrize(("per_seed", "relevance"), [(False, 0), (True, 2)])
+def test_a_warm_seed_starts_from_its_own_relevance_model_only_under_relevance_per_seed(
+    monkeypatch: pytest.MonkeyPatch, per_seed: bool, relevance: int
+) -> None:
+    """Seed 2 of feedback_kl continues from vanilla seed 0 (the book's) or, per seed, vanilla seed 2."""
+    from fqa_analysis.models.reranker import store
+    from fqa_analysis.models.reranker.variants import RerankRunConfig
+
+    trained: list[int] = []
+
+    def relevance_model(fit, select, states, config, seed, cache_root):
+        trained.append(seed)
+        return SimpleNamespace(weights={"seed": seed}, folder=Path(f"vanilla-seed{seed}"))
+
+    started: list[tuple[str, dict]] = []
+
+    def variant_model(variant, seed, examples, select, states, model, cache_root, init=None):
+        started.append((init[0].name, init[1]))
+        return SimpleNamespace(variant=variant, seed=seed)
+
+    monkeypatch.setattr(store, "train_relevance", relevance_model)
+    monkeypatch.setattr(store, "train_or_load", variant_model)
+    monkeypatch.setattr(store, "variant_examples", lambda inputs, variant: ([], []))
+    inputs = SimpleNamespace(sources={"pseudo": ([], [])})
+    config = RerankRunConfig(variants=("vanilla", "feedback_kl"), relevance_per_seed=per_seed)
+    store.stage_model(inputs, "feedback_kl", 2, None, config, Path("cache"))
+    assert trained == [relevance]
+    assert started == [(f"vanilla-seed{relevance}", {"seed": relevance})]
+    # seed 0 is the same start either way: its runs stay cached
+    assert config.relevance_seed(0) == 0

@@ -699,6 +699,7 @@ def _flat(record: Any, prefix: str = "") -> dict[str, Any]:
 #: before it existed still describes the same configuration.
 LATER_SETTINGS: dict[str, Any] = {
     "warm_frozen_layers": 0,
+    "relevance_per_seed": False,
     "encoder_layers": 6,
     "opening_weight": 0.0,
     "top_p_levers": [],

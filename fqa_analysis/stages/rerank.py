@@ -40,8 +40,8 @@ import pandas as pd
 
 from fqa_analysis.cache import atomic_write_parquet, default_cache_root
 from fqa_analysis.core.candidates import RATING_COLUMNS
-from fqa_analysis.models.reranker.encoder import encode_pairs
-from fqa_analysis.models.reranker.inputs import rerank_inputs
+from fqa_analysis.models.reranker.encoder import PairStates, encode_pairs
+from fqa_analysis.models.reranker.inputs import RerankInputs, rerank_inputs
 from fqa_analysis.models.reranker.network import CACHE_VERSION
 from fqa_analysis.models.reranker.scoring import has_scores, score_cached, stored_probabilities
 from fqa_analysis.models.reranker.store import WarmStart, stage_model, warm_start
@@ -86,6 +86,38 @@ def config_record(config: RerankRunConfig) -> dict[str, Any]:
     return {**asdict(config), "variants": {v: VARIANTS[v].record() for v in config.variants}}
 
 
+def _warm_start(
+    inputs: RerankInputs,
+    states: PairStates,
+    config: RerankRunConfig,
+    cache_root: Path,
+    relevance_seed: int,
+    runs: list[tuple[str, int]],
+    timings: dict[str, Any],
+    from_cache: dict[str, bool],
+) -> WarmStart:
+    """The relevance model of ``relevance_seed`` as the warm variants continue from it, timed.
+
+    Where this run does not train that ``vanilla`` itself before its warm variants, the relevance
+    model gets a step of its own (trained only when the cache lacks it), so that a warm variant's
+    training step times that variant alone; so does the pass of its lower layers over every pair
+    under ``warm_frozen_layers``. The steps of seed :data:`RELEVANCE_SEED` keep their names
+    (``relevance_model``, ``relevance_lower_layers``); another seed's carry ``/seed<k>``.
+    """
+    suffix = "" if relevance_seed == RELEVANCE_SEED else f"/seed{relevance_seed}"
+    trained_first = ("vanilla", relevance_seed) in runs and runs[0][0] == "vanilla"
+    if not trained_first:
+        with stage(timings, f"relevance_model{suffix}"):
+            relevance = stage_model(inputs, "vanilla", relevance_seed, states, config, cache_root)
+        from_cache[f"relevance_model{suffix}"] = relevance.from_cache
+    if not config.warm_frozen_layers:
+        return warm_start(inputs, states, config, cache_root, relevance_seed)
+    with stage(timings, f"relevance_lower_layers{suffix}"):
+        warm = warm_start(inputs, states, config, cache_root, relevance_seed)
+    from_cache[f"relevance_lower_layers{suffix}"] = warm.states.from_cache
+    return warm
+
+
 def run_rerank(
     data_dir: Path,
     out_dir: Path,
@@ -125,24 +157,19 @@ def run_rerank(
     position = {pid: i for i, pid in enumerate(score_ids)}
     new_rows, prediction_rows, histories = [], [], {}
     extended: set[str] = set()  # score steps that only added pairs to an earlier scoring
-    warm: WarmStart | None = None  # the relevance model as the warm variants continue from it, loaded once
-    relevance_ready = "vanilla" in config.variants[:1]  # trained first, in its own step
-    for variant, seed in config.runs():
-        run_states, run_model = states, config.model
-        if VARIANTS[variant].start == "relevance" and warm is None:
-            if not relevance_ready:
-                # the relevance model in a step of its own (trained only when the cache lacks it),
-                # so that a warm variant's training step times that variant alone
-                with stage(timings, "relevance_model"):
-                    relevance = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root)
-                from_cache["relevance_model"] = relevance.from_cache
-            if config.warm_frozen_layers:  # the relevance model's lower layers over every pair, once
-                with stage(timings, "relevance_lower_layers"):
-                    warm = warm_start(inputs, states, config, cache_root)
-                from_cache["relevance_lower_layers"] = warm.states.from_cache
-            else:
-                warm = warm_start(inputs, states, config, cache_root)
-        if VARIANTS[variant].start == "relevance" and warm is not None:
+    # the relevance model(s) as the warm variants continue from them, each loaded once: one model
+    # (seed RELEVANCE_SEED) for every seed, or under relevance_per_seed the one of the run's seed
+    warms: dict[int, WarmStart] = {}
+    planned = config.runs()
+    for variant, seed in planned:
+        run_states, run_model, warm = states, config.model, None
+        if VARIANTS[variant].start == "relevance":
+            relevance_seed = config.relevance_seed(seed)
+            if relevance_seed not in warms:
+                warms[relevance_seed] = _warm_start(
+                    inputs, states, config, cache_root, relevance_seed, planned, timings, from_cache
+                )
+            warm = warms[relevance_seed]
             run_states, run_model = warm.states, warm.model
         with stage(timings, f"{variant}/seed{seed}/train"):
             trained = stage_model(inputs, variant, seed, states, config, cache_root, warm)

@@ -171,11 +171,12 @@ def stage_model(
 ) -> TrainedModel:
     """Train or load one variant x seed of the stage, warm-starting from the relevance model.
 
-    A variant that starts from ``relevance`` first trains (or loads) the one relevance model,
-    ``vanilla`` of seed :data:`RELEVANCE_SEED`, and continues from its weights whatever its own
-    seed; ``vanilla`` itself trains with the listwise groups of its pseudo pairs under the
-    ``listwise`` recipe. A caller that trains several warm variants passes the relevance model's
-    :class:`WarmStart` (``warm``), so it is loaded once; without it, it is loaded (or trained) here.
+    A variant that starts from ``relevance`` first trains (or loads) the relevance model,
+    ``vanilla`` of seed ``config.relevance_seed(seed)`` (:data:`RELEVANCE_SEED` for every seed
+    unless ``relevance_per_seed``), and continues from its weights; ``vanilla`` itself trains with
+    the listwise groups of its pseudo pairs under the ``listwise`` recipe. A caller that trains
+    several warm variants passes that relevance model's :class:`WarmStart` (``warm``, made for
+    ``config.relevance_seed(seed)``), so it is loaded once; without it, it is loaded (or trained) here.
     """
     if variant == "vanilla":
         return train_relevance(*inputs.sources["pseudo"], states, config, seed, cache_root)
@@ -183,7 +184,7 @@ def stage_model(
     model = config.model
     init = None
     if VARIANTS[variant].start == "relevance":
-        warm = warm or warm_start(inputs, states, config, cache_root)
+        warm = warm or warm_start(inputs, states, config, cache_root, config.relevance_seed(seed))
         init, states, model = (warm.folder, warm.weights), warm.states, warm.model
     if variant in config.variant_epochs:
         model = replace(model, epochs=config.variant_epochs[variant])
@@ -210,9 +211,13 @@ class WarmStart:
 
 
 def warm_start(
-    inputs: RerankInputs, states: PairStates, config: RerankRunConfig, cache_root: Path
+    inputs: RerankInputs,
+    states: PairStates,
+    config: RerankRunConfig,
+    cache_root: Path,
+    relevance_seed: int = RELEVANCE_SEED,
 ) -> WarmStart:
-    """The relevance model (trained or loaded) as the warm-started variants continue from it.
+    """The relevance model of ``relevance_seed`` (trained or loaded) as the warm variants continue from it.
 
     With ``config.warm_frozen_layers`` = k > 0 the relevance model's lower k layers are run once over
     every pair of ``inputs`` (cached, keyed by that model), so each warm variant and seed trains and
@@ -224,7 +229,7 @@ def warm_start(
             f"warm_frozen_layers={k} needs a relevance model with every layer trained, not "
             f"frozen_layers={config.model.frozen_layers} (its lower layers would be MiniLM's)"
         )
-    relevance = stage_model(inputs, "vanilla", RELEVANCE_SEED, states, config, cache_root)
+    relevance = stage_model(inputs, "vanilla", relevance_seed, states, config, cache_root)
     v_weights, v_folder = relevance.weights, relevance.folder
     if k == 0:
         return WarmStart(v_folder, v_weights, states, config.model)

@@ -162,10 +162,44 @@ class RerankRunConfig:
     #: recorded their configurations: ``core.results.LATER_SETTINGS`` makes a record without it
     #: compare equal to one at 0 (this config never enters a cache key).
     warm_frozen_layers: int = 0
+    #: Whether seed k of every variant that continues from the relevance model starts from the
+    #: relevance model of seed k (``vanilla`` then trains every seed they train), instead of the one
+    #: relevance model of seed :data:`RELEVANCE_SEED` that every seed shares (False, the default and
+    #: the book's results: the seeds' spread then never includes the starting point). Seed 0 is the
+    #: same model either way, so its runs stay cached. Added after stages recorded their
+    #: configurations: ``core.results.LATER_SETTINGS`` makes a record without it equal to False.
+    relevance_per_seed: bool = False
 
     def seeds_of(self, variant: str) -> tuple[int, ...]:
-        """The seeds ``variant`` trains under this configuration."""
-        return VARIANTS[variant].seeds if self.seeds is None else self.seeds
+        """The seeds ``variant`` trains under this configuration.
+
+        Under :attr:`relevance_per_seed` with each variant's own seeds, ``vanilla`` trains every
+        seed a warm variant of :attr:`variants` trains, so that each has its own starting point.
+
+        Example:
+            >>> both = ("vanilla", "feedback_kl")
+            >>> RerankRunConfig(variants=both).seeds_of("vanilla")
+            (0,)
+            >>> RerankRunConfig(variants=both, relevance_per_seed=True).seeds_of("vanilla")
+            (0, 1, 2)
+        """
+        if self.seeds is not None:
+            return self.seeds
+        if variant == "vanilla" and self.relevance_per_seed:
+            warm = {s for v in self.variants if VARIANTS[v].start == "relevance" for s in VARIANTS[v].seeds}
+            return tuple(sorted(warm | set(VARIANTS["vanilla"].seeds)))
+        return VARIANTS[variant].seeds
+
+    def relevance_seed(self, seed: int) -> int:
+        """The seed of the relevance model a warm variant's run of ``seed`` continues from.
+
+        Example:
+            >>> RerankRunConfig().relevance_seed(2)
+            0
+            >>> RerankRunConfig(relevance_per_seed=True).relevance_seed(2)
+            2
+        """
+        return seed if self.relevance_per_seed else RELEVANCE_SEED
 
     def runs(self) -> list[tuple[str, int]]:
         """Every ``(variant, seed)`` this configuration trains, variants in their given order."""
