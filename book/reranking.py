@@ -36,18 +36,12 @@ from fqa_analysis.core.paper import PAPER_GAINS, PAPER_OVERALL_ACCURACY, table2_
 from fqa_analysis.core.plots import plot_gains
 from fqa_analysis.core.report import breakable, comparison_caption, comparison_table, paper_shape_table
 from fqa_analysis.core.results import results_dir
-from fqa_analysis.findings.reranking import (
-    PAPER_KEYS,
-    answer_sentence,
-    findings_lines,
-    ordered,
-    reranking_page,
-)
+from fqa_analysis.findings.reranking import PAPER_KEYS, findings_lines, ordered, page_answer, reranking_page
 
 page = reranking_page(results_dir(), SCORE, WEIGHT, DEPTH, RQA_SHOWN, RERANKERS_SHOWN)
 RQA, gains = page.rqa, page.micro.table.loc[page.rqa]
 OVER = f"{page.overall_questions:,} questions"
-if (ANSWER := answer_sentence(gains, RQA, strongest=not page.chosen)) is not None:
+if (ANSWER := page_answer(page)) is not None:
     display(Markdown(f"**{ANSWER}**"))
 
 # %% [markdown]

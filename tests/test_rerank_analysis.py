@@ -394,3 +394,24 @@ def test_score_rule_and_loss_checks_by_hand() -> None:
     assert loss_check(row, {**row, "p_holm": 0.04}).verdict == "reproduced"
     assert loss_check(row, {**row, "p_holm": 0.2}).verdict == "not reproduced"
     assert "Holm p 0.20." in loss_check(row, {**row, "p_holm": 0.2}).found
+
+
+def test_score_rule_check_counts_all_nulls_and_leaves_a_zero_mde_out() -> None:
+    from fqa_analysis.core.paper import score_rule_check
+
+    # two pairs, neither significant; the second has no spread (both rules pick alike): MDE 0
+    t = pd.DataFrame(
+        {
+            "rqa": ["hybrid", "bm25"],
+            "reranker": ["x", "x"],
+            "delta": [-0.001, 0.0],
+            "delta_ci_low": [-0.004, 0.0],
+            "delta_ci_high": [0.002, 0.0],
+            "p_holm": [0.9, 1.0],
+            "mde": [0.006, 0.0],
+        }
+    )
+    found = score_rule_check(t, "hybrid").found
+    assert found.endswith(
+        "(Holm over the 2); no measurable difference either way in all 2 (MDE 0.60 to 0.60 points)."
+    )

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from fqa_analysis.core.compare import significance_counts
 from fqa_analysis.core.report import change_text, holm_p_text
 
@@ -170,10 +172,13 @@ def score_rule_check(table: Any, rqa: str) -> ClaimCheck:
     rows = table[table["rqa"] == rqa]
     span = f"{100 * rows['delta'].min():+.2f} to {100 * rows['delta'].max():+.2f}"
     nulls = table[table["p_holm"] >= 0.05]
+    # a pair where both rules pick the same passage everywhere has no spread and no MDE ("—")
+    mdes = nulls["mde"][nulls["mde"] > 0] if "mde" in nulls else pd.Series(dtype=float)
     null_words = (
-        f"; no measurable difference either way in the other {len(nulls)} (MDE "
-        f"{100 * nulls['mde'].min():.2f} to {100 * nulls['mde'].max():.2f} points)"
-        if len(nulls) and "mde" in nulls
+        f"; no measurable difference either way in {'all' if len(nulls) == len(table) else 'the other'} "
+        f"{len(nulls)}"
+        + (f" (MDE {100 * mdes.min():.2f} to {100 * mdes.max():.2f} points)" if len(mdes) else "")
+        if len(nulls)
         else ""
     )
     return ClaimCheck(
@@ -205,7 +210,8 @@ def loss_check(kl_row: Mapping[str, Any], kl_row_seeds: Mapping[str, Any]) -> Cl
     worse = all(r["p_holm"] < 0.05 and r["delta"] > 0 for r in (kl_row, kl_row_seeds))
     return ClaimCheck(
         claim="training on the majority label with plain cross-entropy, ignoring how the annotators' "
-        "ratings spread, gives a worse-calibrated rating model than KL to their distribution.",
+        "ratings spread, fits their rating distribution worse than KL to that distribution (as "
+        "tested here: the KL to the annotators on feedback_test).",
         found="how far the rating distribution is from the annotators' (KL on feedback_test), the "
         "majority-label model's minus the KL-trained one's: "
         f"{change_text(kl_row, 1.0, 3, 'nats')}; with each loss's seeds resampled too, Holm p "

@@ -24,13 +24,14 @@ def answer_sentence(items: pd.DataFrame, train_domains: Collection[str]) -> str:
         >>> items = pd.DataFrame({"split": ["train", "valid", "test", "test"], "n_ratings": [2, 2, 3, 3],
         ...                       "unanimous": [True, False, True, False]})
         >>> print(answer_sentence(items, ["WHO"]))  # doctest: +NORMALIZE_WHITESPACE
-        The public files hold 4 rated answers; all their annotators agree on 50-50% of them, and 3 of the 4
-        feedback domains have no feedback_train here.
+        The public files hold 4 rated answers; all their annotators agree on 50-50% of them, and the
+        training feedback of Australia, CDC and UK is missing.
     """
     shares = unanimous_by_raters(items)["share"]
     lacking = [d for d in FEEDBACK_DOMAINS if d not in set(train_domains)]
+    names = ", ".join(lacking[:-1]) + f" and {lacking[-1]}" if len(lacking) > 1 else "".join(lacking)
+    missing = f", and the training feedback of {names} is missing" if lacking else ""
     return (
         f"The public files hold {len(items):,} rated answers; all their annotators agree on "
-        f"{100 * shares.min():.0f}-{100 * shares.max():.0f}% of them, and {len(lacking)} of the "
-        f"{len(FEEDBACK_DOMAINS)} feedback domains have no feedback_train here."
+        f"{100 * shares.min():.0f}-{100 * shares.max():.0f}% of them{missing}."
     )

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from fqa_analysis import data
-from fqa_analysis.core.compare import Comparison, significance_counts
+from fqa_analysis.core.compare import Comparison, significance_counts, verdict
 from fqa_analysis.core.paper import PAPER_GAINS, TABLE2_ROWS
 from fqa_analysis.core.ratings import item_ratings
-from fqa_analysis.core.report import change_text, holm_p_text
+from fqa_analysis.core.report import change_text
 from fqa_analysis.core.reranking import (
     best_feedback_gain,
     compare_family,
@@ -56,6 +56,7 @@ __all__ = [
     "freezing_measures",
     "learned_line",
     "ordered",
+    "page_answer",
     "reranking_page",
     "seeds_text",
 ]
@@ -267,37 +268,51 @@ def seeds_text(seeds_of: dict[str, list[int]]) -> str:
     )
 
 
-def answer_sentence(gains: pd.DataFrame, rqa: str, strongest: bool = True) -> str | None:
-    """The chapter's answer in one sentence (at most 30 words), from the RQA system's gains.
+def answer_sentence(contribution: Any, rqa: str, reranker: str = "combined", strongest: bool = True) -> str:
+    """The chapter's answer in one sentence (at most 30 words): what the feedback itself adds.
+
+    The paper's claim is the feedback's own contribution: a reranker trained on QA data and
+    feedback against the one trained on QA data alone (CombinedReranker minus VanillaReranker,
+    +1.99 points). Ours is ``reranker`` against ``vanilla``, the relevance model it continues from;
+    the verdict is the Holm-corrected test's, the interval the unadjusted 95% CI.
 
     Args:
-        gains: ``rqa``'s rows of a :func:`compare_to_baseline` table (indexed by reranker).
-        rqa: The RQA system the answer is about.
+        contribution: The comparison row of ``reranker`` against ``vanilla`` on ``rqa``.
+        rqa: The RQA system.
+        reranker: ``combined`` (the paper's +1.99) or ``feedback_kl`` (its +0.61).
         strongest: Whether ``rqa`` is the strongest system rescored (the book's), else one chosen.
 
-    Returns:
-        The sentence, or None without a reranker trained on feedback.
-
     Example:
-        >>> g = pd.DataFrame({"delta": [0.009, 0.0059, -0.002], "p_holm": [0.2, 1.0, 0.9],
-        ...                   "p_value": [0.1, 0.3, 0.5]},
-        ...                  index=["vanilla", "combined", "feedback_kl"])
-        >>> print(answer_sentence(g, "hybrid"))  # doctest: +NORMALIZE_WHITESPACE
-        User feedback did not make the strongest QA system (hybrid) measurably more accurate:
-        its best feedback reranker changes accuracy@1 by +0.59 points (Holm p 1.00).
+        >>> row = {"delta": -0.0027, "delta_ci_low": -0.0099, "delta_ci_high": 0.0045, "p_holm": 1.0}
+        >>> print(answer_sentence(row, "hybrid"))  # doctest: +NORMALIZE_WHITESPACE
+        User feedback did not make the strongest QA system (hybrid) measurably more accurate: beyond QA
+        data it changes accuracy@1 by -0.27 points (95% CI -0.99 to +0.45; paper +1.99).
     """
-    found = best_feedback_gain(gains)
-    if found is None:
-        return None
-    best, significant = found
-    row = cast(pd.Series, gains.loc[best])
-    verdict = "made" if significant else "did not make"
-    how = "" if significant else " measurably"
+    found = verdict(contribution, with_mde=False)
+    said = {"better": "made", "worse": "made"}.get(found, "did not make")
+    how = {"better": "more", "worse": "less"}.get(found, "measurably more")
     system = f"the strongest QA system ({rqa})" if strongest else f"the QA system {rqa}"
+    paper = PAPER_GAINS[PAPER_KEYS[reranker]] - PAPER_GAINS["vanilla_reranker"]
+    low, high = 100 * contribution["delta_ci_low"], 100 * contribution["delta_ci_high"]
     return (
-        f"User feedback {verdict} {system}{how} more accurate: its best feedback "
-        f"reranker changes accuracy@1 by {100 * row['delta']:+.2f} points (Holm p {holm_p_text(dict(row))})."
+        f"User feedback {said} {system} {how} accurate: beyond QA data it changes "
+        f"accuracy@1 by {100 * contribution['delta']:+.2f} points (95% CI {low:+.2f} to {high:+.2f}; "
+        f"paper {paper:+.2f})."
     )
+
+
+def page_answer(page: RerankingPage) -> str | None:
+    """:func:`answer_sentence` for the page: ``combined`` (else ``feedback_kl``) against ``vanilla``.
+
+    None where the page has neither comparison (a folder without ``vanilla``).
+    """
+    if page.over_qa is None:
+        return None
+    for reranker in ("combined", "feedback_kl"):
+        if (page.rqa, reranker) in page.over_qa.table.index:
+            row = page.over_qa.table.loc[(page.rqa, reranker)]
+            return answer_sentence(row, page.rqa, reranker, strongest=not page.chosen)
+    return None
 
 
 def _change(row: Any) -> str:
