@@ -149,7 +149,7 @@ def test_a_significant_contribution_says_made_more_or_less_accurate_and_names_a_
 def test_the_findings_state_each_comparison_from_its_row() -> None:
     lines = findings_lines(_page())
     assert lines[0].startswith(
-        "**The answer.** On the strongest RQA system here (hybrid, 60.00% alone), the best"
+        "**Against the RQA alone.** On the strongest RQA system here (hybrid, 60.00% alone), the best"
     )
     assert "`combined`, changes overall accuracy by +0.50 points, unadjusted CI [-0.30,\xa0+1.30]" in lines[0]
     assert (
@@ -190,7 +190,7 @@ def test_what_the_rerankers_learned_is_read_from_their_seed_means() -> None:
 
 def test_a_chosen_system_is_named_as_chosen() -> None:
     assert findings_lines(_page(chosen=True))[0].startswith(
-        "**The answer.** On the RQA system chosen for this page"
+        "**Against the RQA alone.** On the RQA system chosen for this page"
     )
 
 

@@ -336,7 +336,8 @@ def findings_lines(page: RerankingPage) -> list[str]:
     if (found := best_feedback_gain(g)) is not None:
         best, significant = found
         lines.append(
-            f"**The answer.** On {where} ({page.rqa}, {100 * g['baseline_mean'].iloc[0]:.2f}% alone), "
+            f"**Against the RQA alone.** On {where} ({page.rqa}, "
+            f"{100 * g['baseline_mean'].iloc[0]:.2f}% alone), "
             f"the best reranker trained on feedback, `{best}`, changes overall accuracy by "
             f"{_change(g.loc[best])}: "
             + ("a significant gain" if significant else "not a significant change")
