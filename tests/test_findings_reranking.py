@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from handmade import comparison
 
 from fqa_analysis.core.compare import Comparison
 from fqa_analysis.findings.reranking import (
@@ -37,19 +38,7 @@ def _row(delta: float, p_holm: float, low: float, high: float, mde: float = 0.01
 def _comparison(rows: dict[tuple[str, str], dict]) -> Comparison:
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index = pd.MultiIndex.from_tuples(table.index, names=["rqa", "reranker"])
-    return Comparison(
-        table=table,
-        system="reranker",
-        value="correct",
-        family="hand-made",
-        family_size=len(rows),
-        n_resamples=10_000,
-        seed=0,
-        confidence=0.95,
-        average="micro",
-        strata=("domain",),
-        seeds="mean per question",
-    )
+    return comparison(table, "reranker", "hand-made")
 
 
 # hybrid: combined +0.50 points (not significant), vanilla +1.00 (not significant), feedback_kl -0.20;

@@ -5,25 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from handmade import comparison
 
 from fqa_analysis.core.compare import Comparison
 from fqa_analysis.findings.retrieval import RetrievalPage, answer_sentence, findings_lines
 
 
 def _comparison(rows: dict[str, dict]) -> Comparison:
-    return Comparison(
-        table=pd.DataFrame.from_dict(rows, orient="index"),
-        system="rqa",
-        value="correct",
-        family="every rqa vs bm25",
-        family_size=len(rows),
-        n_resamples=10_000,
-        seed=0,
-        confidence=0.95,
-        average="micro",
-        strata=("domain",),
-        seeds="none",
-    )
+    return comparison(pd.DataFrame.from_dict(rows, orient="index"), "rqa", "every rqa vs bm25", seeds="none")
 
 
 def _page(hybrid_micro: tuple[float, float, float] = (0.646, 0.624, 0.666)) -> RetrievalPage:
