@@ -163,12 +163,7 @@ if pairs and "vanilla" in gains.index:
         + " and ".join(f"{100 * rows_claim.loc[s, 'delta']:+.2f} (`{s}`)" for s, _ in pairs)
         + f" on {RQA}, and is significantly better on {adds['better']} and worse on {adds['worse']} of the "
         f"{adds['rows']} (RQA, reranker) comparisons (Holm over the {adds['rows']}; the table is in "
-        "{doc}`reranking`, 'Does feedback add to QA data?')"
-        + (
-            ": what accuracy the rerankers add comes from the QA data they start from, not from the feedback."
-            if adds["better"] == 0
-            else "."
-        )
+        "{doc}`reranking`, 'Does feedback add to QA data?')."
     )
     if adds["better"] == 0:
         headline.append(
