@@ -244,6 +244,32 @@ def test_the_table_words_each_difference_from_its_measurement() -> None:
         "vanilla trained anew with another seed, reranking: seed 1 instead of 0 on hybrid: "
         "-0.40 points [-1.10, +0.30], Holm p 0.52"
     )
+    # and, per seed, combined against vanilla from its own relevance model and from the shared one
+    own = pd.DataFrame(
+        [
+            {
+                "rqa": "hybrid",
+                "seed": 1,
+                "start": s,
+                "delta": d,
+                "delta_ci_low": d - 0.007,
+                "delta_ci_high": d + 0.007,
+            }
+            | {"p_holm": p}
+            for s, d, p in (("own", 0.002, 0.9), ("shared", -0.006, 0.2))
+        ]
+    )
+    both = difference_rows(replace(_measured(), relevance_seeds=seeds, per_seed=own))  # type: ignore[type-var]
+    assert (
+        both.set_index("difference")
+        .loc["the relevance model's seed", "what varying it did"]
+        .replace("\xa0", " ")
+        .endswith(
+            "Holm p 0.52; the feedback's contribution (combined minus vanilla of the same start) on seed 1, "
+            "hybrid, from its own seed's relevance model: +0.20 points [-0.50, +0.90], Holm p 0.90; on seed "
+            "1, hybrid, from the shared seed-0 one: -0.60 points [-1.30, +0.10], Holm p 0.20"
+        )
+    )
 
 
 def test_the_answer_names_the_largest_varied_contribution_and_whether_any_reaches_the_papers() -> None:
@@ -355,3 +381,29 @@ def test_a_folder_with_a_subset_of_the_runs_gets_a_note_of_what_it_lacks(tmp_pat
     assert "`feedback_kl`, `feedback_kl_scratch` (seed 0) rescoring hybrid" in note
     assert "`fqa run rerank --variants feedback_kl,feedback_kl_scratch`" in note
     assert "the beyond stage's learning-curve runs on these rerankers" in note
+
+
+def test_the_contribution_per_seed_is_compared_from_its_own_start_and_from_the_shared_one(
+    tmp_path: Path,
+) -> None:
+    from fqa_analysis.core.differences import per_seed_contribution
+
+    every = ("vanilla", "feedback_kl", "combined")
+    results = _folder(tmp_path / "results", _LIFT, 6, every)
+    assert per_seed_contribution(results) is None  # no folder: nothing to show
+    # the book's combined seed 1, continued from the shared seed-0 relevance model, adds nothing:
+    # right where the RQA is (q1, q2), 2/4, as vanilla seed 0 (q0, q2)
+    book = pd.read_parquet(results / "candidates.parquet")
+    seed1 = pd.DataFrame(_rows("combined", _FLAT)).assign(seed=1)
+    pd.concat([book, seed1.astype(book.dtypes.to_dict())], ignore_index=True).to_parquet(
+        results / "candidates.parquet", index=False
+    )
+    # per seed: vanilla seed 1 as vanilla seed 0 (2/4), combined seed 1 from it lifts every gold (4/4)
+    own = _folder(results / "relevance_per_seed", _LIFT, 6, ("vanilla", "combined"))
+    frame = pd.read_parquet(own / "candidates.parquet")
+    frame.loc[frame["reranker"] != "none", "seed"] = 1
+    frame.to_parquet(own / "candidates.parquet", index=False)
+    table, comparison = per_seed_contribution(results)  # type: ignore[misc]
+    got = {(r["start"], r["seed"]): r["delta"] for _, r in table.iterrows()}
+    assert got == {("own", 1): 0.5, ("shared", 1): 0.0}
+    assert comparison.family_size == 2

@@ -37,6 +37,7 @@ from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.report import change_text, interval, p_text, signed_text
 from fqa_analysis.core.reranking import compare_family, feedback_pairs, score_outcomes, score_separation
 from fqa_analysis.core.results import (
+    RELEVANCE_PER_SEED_FOLDER,
     RERANK_RUN_FIELDS,
     comparable_config,
     counted_seconds,
@@ -65,6 +66,7 @@ __all__ = [
     "factor_view",
     "feedback_curve",
     "paired_sd",
+    "per_seed_contribution",
     "power_projection",
     "relevance_seed_spread",
     "why_answer",
@@ -443,6 +445,8 @@ class WhyWeDiffer:
         questions: Test questions of the comparisons (the four feedback domains).
         relevance_seeds: :func:`relevance_seed_spread`'s table, where the folder has other seeds
             of the relevance model.
+        per_seed: :func:`per_seed_contribution`'s table, where the folder has warm variants
+            started from their own seed's relevance model.
         contribution: ``combined`` against ``vanilla`` on ``rqa``, seeds averaged, from the reranking
             chapter's family (:func:`~fqa_analysis.core.reranking.compare_family`): the book's number.
         contribution_family: That family's size (the projection's power is taken at Holm's level).
@@ -461,6 +465,7 @@ class WhyWeDiffer:
     questions: int
     relevance_seeds: pd.DataFrame | None = None
     contribution: pd.Series | None = None
+    per_seed: pd.DataFrame | None = None
     contribution_family: int = 1
 
 
@@ -518,6 +523,7 @@ def why_we_differ(results: Path, rqa: str = "hybrid") -> WhyWeDiffer:
         relevance_seeds=None if (spread := relevance_seed_spread(results, candidates)) is None else spread[0],
         contribution=contribution,
         contribution_family=family.family_size,
+        per_seed=None if (own := per_seed_contribution(results, candidates)) is None else own[0],
     )
 
 
@@ -546,14 +552,28 @@ def _factor_effects(w: WhyWeDiffer, key: str) -> str | None:
 
 def _seed_effects(w: WhyWeDiffer) -> str | None:
     """What training the relevance model with other seeds did, in words; None where it was not done."""
-    if w.relevance_seeds is None or w.relevance_seeds.empty:
-        return None
-    parts = [
-        f"seed {int(r['seed'])} instead of 0 on {r['rqa']}: {signed_text(100 * r['delta'])} points "
-        f"{interval(100 * r['delta_ci_low'], 100 * r['delta_ci_high'])}, Holm p {p_text(r['p_holm'])}"
-        for _, r in w.relevance_seeds.iterrows()
-    ]
-    return "vanilla trained anew with another seed, reranking: " + "; ".join(parts)
+    said = []
+    if w.relevance_seeds is not None and not w.relevance_seeds.empty:
+        said.append(
+            "vanilla trained anew with another seed, reranking: "
+            + "; ".join(
+                f"seed {int(r['seed'])} instead of 0 on {r['rqa']}: {signed_text(100 * r['delta'])} points "
+                f"{interval(100 * r['delta_ci_low'], 100 * r['delta_ci_high'])}, Holm p {p_text(r['p_holm'])}"
+                for _, r in w.relevance_seeds.iterrows()
+            )
+        )
+    if w.per_seed is not None and not w.per_seed.empty:
+        starts = {"own": "from its own seed's relevance model", "shared": "from the shared seed-0 one"}
+        said.append(
+            "the feedback's contribution (combined minus vanilla of the same start) "
+            + "; ".join(
+                f"on seed {int(r['seed'])}, {r['rqa']}, {starts[str(r['start'])]}: "
+                f"{signed_text(100 * r['delta'])} points "
+                f"{interval(100 * r['delta_ci_low'], 100 * r['delta_ci_high'])}, Holm p {p_text(r['p_holm'])}"
+                for _, r in w.per_seed.iterrows()
+            )
+        )
+    return "; ".join(said) if said else None
 
 
 def difference_rows(w: WhyWeDiffer) -> pd.DataFrame:
@@ -807,6 +827,71 @@ def relevance_seed_spread(
     table["seed"] = table["run"].str.split(" ").str[1].astype(int)
     table = table.rename(columns={"mean": "accuracy", "baseline_mean": "seed0"})
     columns = ["rqa", "seed", "accuracy", "seed0", "delta", "delta_ci_low", "delta_ci_high", "p_holm", "mde"]
+    return table[columns], comparison
+
+
+def per_seed_contribution(
+    results: Path, book_candidates: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, Comparison] | None:
+    """The feedback's contribution on seed k when ``combined`` starts from its own relevance model.
+
+    Reads ``results/relevance_per_seed/`` (``fqa run rerank --relevance-per-seed``): ``vanilla`` and
+    ``combined`` of seed k, ``combined`` continued from the relevance model of seed k. Per seed k and
+    RQA system two comparisons, paired over the feedback domains' test questions, Holm over all of
+    them: ``combined`` minus ``vanilla`` both of seed k (the per-seed start), and the book's
+    ``combined`` seed k (continued from the shared seed-0 relevance model) minus ``vanilla`` seed 0.
+
+    Args:
+        results: The results folder (``relevance_per_seed/`` inside it).
+        book_candidates: ``results``' own ``candidates.parquet`` when the caller has loaded it.
+
+    Returns:
+        None without the folder; else one row per (RQA, seed, start): ``rqa``, ``seed``, ``start``
+        (``own`` or ``shared``), ``delta`` and its CI, ``p_holm``; and the comparison.
+    """
+    folder = relevance_seed_folder(results, RELEVANCE_PER_SEED_FOLDER)
+    if folder is None:
+        return None
+    own = load_candidates(folder)
+    book = load_candidates(results) if book_candidates is None else book_candidates
+    parts, pairs = [], []
+    seeds = sorted(int(s) for s in own.loc[own["reranker"] == "combined", "seed"].unique())
+    for rqa in sorted(set(own.loc[own["reranker"] == "combined", "rqa"])):
+        for seed in seeds:
+            runs = {
+                f"combined {seed} (own)": (own, "combined", seed),
+                f"vanilla {seed}": (own, "vanilla", seed),
+                f"combined {seed} (shared)": (book, "combined", seed),
+                "vanilla 0": (book, "vanilla", 0),
+            }
+            for run, (frame, reranker, k) in runs.items():
+                rows = frame[
+                    (frame["rqa"] == rqa)
+                    & frame["domain"].isin(FEEDBACK_DOMAINS)
+                    & (frame["reranker"] == reranker)
+                    & (frame["seed"] == k)
+                ]
+                parts.append(score_outcomes(rows).assign(run=run, seed=0))
+            pairs += [
+                (f"combined {seed} (own)", f"vanilla {seed}"),
+                (f"combined {seed} (shared)", "vanilla 0"),
+            ]
+    outcomes = pd.concat(parts, ignore_index=True).drop_duplicates(
+        ["rqa", "run", "domain", "split", "question_id"]
+    )
+    comparison = compare(
+        outcomes,
+        system="run",
+        pairs=list(dict.fromkeys(pairs)),
+        within=["rqa"],
+        describe="combined minus vanilla of one seed, from its own relevance model and from the shared one",
+        seeds=None,
+        commit=_commits([load_stage(results, "rerank"), load_stage(folder, "rerank")]),
+    )
+    table = comparison.table.reset_index()
+    table["seed"] = table["run"].str.split(" ").str[1].astype(int)
+    table["start"] = table["run"].str.extract(r"\((own|shared)\)", expand=False)
+    columns = ["rqa", "seed", "start", "delta", "delta_ci_low", "delta_ci_high", "p_holm", "mde"]
     return table[columns], comparison
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "FACTOR_FOLDER",
     "LATER_SETTINGS",
     "RECIPE_SETTINGS",
+    "RELEVANCE_PER_SEED_FOLDER",
     "RELEVANCE_SEEDS_FOLDER",
     "RERANK_RUN_FIELDS",
     "ROW_ORDER",
@@ -451,14 +452,23 @@ def _has_rerank_entry(folder: Path) -> bool:
 RELEVANCE_SEEDS_FOLDER = "relevance_seeds"
 
 
-def relevance_seed_folder(results_dir: Path) -> Path | None:
-    """``results_dir/relevance_seeds`` when a rerank stage has written it (its manifest has the entry).
+#: Subfolder of a results folder with the warm variants' other seeds trained under
+#: ``--relevance-per-seed``: seed k of ``feedback_kl`` and ``combined`` continued from the relevance
+#: model of seed k (beside ``vanilla`` seed k), where the book's continue from seed 0.
+RELEVANCE_PER_SEED_FOLDER = "relevance_per_seed"
+
+
+def relevance_seed_folder(results_dir: Path, name: str = RELEVANCE_SEEDS_FOLDER) -> Path | None:
+    """``results_dir/<name>`` when a rerank stage has written it (its manifest has the entry).
+
+    ``name``: :data:`RELEVANCE_SEEDS_FOLDER` (the relevance model's other seeds) or
+    :data:`RELEVANCE_PER_SEED_FOLDER` (warm variants started from their own seed's relevance model).
 
     Example:
         >>> relevance_seed_folder(Path("/nonexistent")) is None
         True
     """
-    folder = results_dir / RELEVANCE_SEEDS_FOLDER
+    folder = results_dir / name
     return folder if _has_rerank_entry(folder) else None
 
 
