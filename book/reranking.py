@@ -89,7 +89,7 @@ display(Markdown(comparison_caption(page.micro, OVER)))
 # %% [markdown]
 # ## Does feedback add to QA data?
 #
-# The paper's claim: its CombinedReranker and FeedbackReranker beat its VanillaReranker (QA data alone) by 1.99 and 0.61 points. Here `combined` and `feedback_kl` against `vanilla`, which both continue from. The last column resamples each reranker's training seeds too (seeds, then questions): a difference no larger than another draw of seeds would make is then not told apart.
+# The paper's claim: its CombinedReranker and FeedbackReranker beat its VanillaReranker (QA data alone) by 1.99 and 0.61 points. Here `combined` and `feedback_kl` against `vanilla`, which both continue from. The last column resamples each reranker's training seeds too: a difference no larger than another draw of seeds would make is then not told apart.
 
 # %% tags=["hide-input"]
 if page.over_qa is None:
@@ -107,7 +107,7 @@ else:
 # (reranking-why)=
 # ## Why our numbers differ from the paper's
 #
-# The paper's feedback adds +1.99 points to its QA-only reranker; ours is `combined` minus `vanilla`. Each row is one way our setting differs from the paper's; where we could vary it, the last column says what varying it did. The per-run table is in the {ref}`appendix <rerank-appendix-factors>`.
+# The paper's feedback adds +1.99 points to its QA-only reranker; ours is `combined` minus `vanilla`. Each row is one difference; the last column says what varying it did, where we could vary it. The per-run table is in the {ref}`appendix <rerank-appendix-factors>`.
 
 # %% tags=["hide-input"]
 from fqa_analysis.core.differences import (

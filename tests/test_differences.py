@@ -407,3 +407,8 @@ def test_the_contribution_per_seed_is_compared_from_its_own_start_and_from_the_s
     got = {(r["start"], r["seed"]): r["delta"] for _, r in table.iterrows()}
     assert got == {("own", 1): 0.5, ("shared", 1): 0.0}
     assert comparison.family_size == 2
+    # vanilla seed 1 of that folder is the relevance model's other seed too: 2/4, as seed 0
+    from fqa_analysis.core.differences import relevance_seed_spread
+
+    spread, _ = relevance_seed_spread(results)  # type: ignore[misc]
+    assert spread[["seed", "accuracy", "seed0", "delta"]].values.tolist() == [[1, 0.5, 0.5, 0.0]]

@@ -38,6 +38,7 @@ from fqa_analysis.core.report import change_text, interval, p_text, signed_text
 from fqa_analysis.core.reranking import compare_family, feedback_pairs, score_outcomes, score_separation
 from fqa_analysis.core.results import (
     RELEVANCE_PER_SEED_FOLDER,
+    RELEVANCE_SEEDS_FOLDER,
     RERANK_RUN_FIELDS,
     comparable_config,
     counted_seconds,
@@ -784,8 +785,9 @@ def relevance_seed_spread(
 ) -> tuple[pd.DataFrame, Comparison] | None:
     """The relevance model (``vanilla``) under its other seeds against the book's seed 0, per RQA system.
 
-    Reads ``results/relevance_seeds/`` (:func:`~fqa_analysis.core.results.relevance_seed_folder`):
-    ``vanilla`` trained with other seeds, rescoring some RQA systems. Each seed's reranked accuracy
+    Reads ``vanilla``'s other seeds from ``results/relevance_seeds/`` and ``results/relevance_per_seed/``
+    (:func:`~fqa_analysis.core.results.relevance_seed_folder`; one model per seed either way),
+    rescoring some RQA systems. Each seed's reranked accuracy
     is compared with seed 0's (the book's, from ``results/``) on the same questions, paired
     bootstrap, Holm over every (RQA, seed) row. How far another seed moves the relevance model is
     the yardstick for "significantly worse than vanilla", which the book tests against seed 0 alone.
@@ -799,11 +801,18 @@ def relevance_seed_spread(
         None without the folder; else one row per (RQA, seed): ``rqa``, ``seed``, ``accuracy``,
         ``seed0`` (seed 0's accuracy), ``delta`` and its CI, ``p_holm``, ``mde``; and the comparison.
     """
-    folder = relevance_seed_folder(results)
-    if folder is None:
+    # vanilla of seed k is one model whether or not warm variants continued from it: read it from
+    # either folder (relevance_seeds/, or relevance_per_seed/ where --relevance-per-seed trained it)
+    folders = [
+        f
+        for n in (RELEVANCE_SEEDS_FOLDER, RELEVANCE_PER_SEED_FOLDER)
+        if (f := relevance_seed_folder(results, n))
+    ]
+    if not folders:
         return None
-    others = load_candidates(folder)
-    others = others[others["reranker"] == "vanilla"]
+    others = pd.concat([load_candidates(f) for f in folders], ignore_index=True)
+    others = others[(others["reranker"] == "vanilla") & (others["seed"] != 0)]
+    others = others.drop_duplicates(["rqa", "seed", "domain", "split", "question_id", "passage_id"])
     systems = sorted(set(others["rqa"]))
     book = load_candidates(results) if book_candidates is None else book_candidates
     rows = [
@@ -821,7 +830,7 @@ def relevance_seed_spread(
         within=["rqa"],
         describe="the relevance model's other seeds vs seed 0, on every RQA system",
         seeds=None,
-        commit=_commits([load_stage(results, "rerank"), load_stage(folder, "rerank")]),
+        commit=_commits([load_stage(results, "rerank"), *(load_stage(f, "rerank") for f in folders)]),
     )
     table = comparison.table.reset_index()
     table["seed"] = table["run"].str.split(" ").str[1].astype(int)
