@@ -101,6 +101,7 @@ def _page(chosen: bool = False) -> RerankingPage:
         macro=_MICRO,
         quality=quality,
         items=empty,
+        predictions=empty,
         rating_kl=pd.Series(dtype=float),
         prior=pd.Series(dtype=float).to_numpy(),
         prior_kl=0.0,

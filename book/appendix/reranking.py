@@ -58,7 +58,6 @@ from fqa_analysis.core.results import (
     counted_seconds,
     load_relevance_recipes,
     load_stage,
-    load_table,
     relevance_recipes,
     results_dir,
     stage_cost,
@@ -177,7 +176,7 @@ def mean_sd(series, digits, scale=1.0):
 order = {k: i for i, k in enumerate(RERANKERS[1:])}
 # one row per model (reranker, seed), rerankers in declaration order
 q = quality.sort_values("reranker", key=lambda r: r.map(order), kind="stable").set_index(["reranker", "seed"])
-seed_kl = model_kl(join_annotators(load_table(RESULTS, "rating_predictions.parquet"), items))
+seed_kl = model_kl(join_annotators(page.predictions, items))
 names = list(dict.fromkeys(q.index.get_level_values("reranker")))
 separation = pd.DataFrame(
     {
@@ -200,9 +199,7 @@ separation
 
 # %% tags=["hide-input"]
 # the constant a rating model must beat: each reranker trained on feedback against the training prior
-vs_prior = prior_comparison(
-    load_table(RESULTS, "rating_predictions.parquet"), prior, items, FEEDBACK, commit=stage["git_commit"]
-)
+vs_prior = prior_comparison(page.predictions, prior, items, FEEDBACK, commit=stage["git_commit"])
 display(
     Markdown(
         "KL to the annotators on feedback_test, each reranker trained on feedback against the training prior "

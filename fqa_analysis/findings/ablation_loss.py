@@ -89,7 +89,11 @@ def missing_losses(results: Path) -> list[str]:
 
     It compares ``feedback_kl`` with at least one cross-entropy loss.
     """
-    present = set(load_table(results, "rating_predictions.parquet")["reranker"])
+    return _lacking(set(load_table(results, "rating_predictions.parquet")["reranker"]))
+
+
+def _lacking(present: set[str]) -> list[str]:
+    """:func:`missing_losses` on the rerankers ``present``."""
     here = [v for v in LOSSES if v in present]
     return [] if "feedback_kl" in here and len(here) >= 2 else [v for v in LOSSES if v not in present]
 
@@ -101,15 +105,15 @@ def loss_page(results: Path, data_dir: Path | None = None) -> LossPage:
         ValueError: The folder lacks ``feedback_kl`` or every cross-entropy loss (the message names
             them and the command that adds them; :func:`missing_losses` asks first).
     """
-    if lacking := missing_losses(results):
+    predictions = load_table(results, "rating_predictions.parquet")
+    present = set(predictions["reranker"])
+    if lacking := _lacking(present):
         raise ValueError(
             f"{results}: the loss ablation needs {', '.join(lacking)}; "
             f"`fqa run rerank --variants {','.join(lacking)}` adds them"
         )
     stage = load_stage(results, "rerank")
     commit = stage["git_commit"]
-    predictions = load_table(results, "rating_predictions.parquet")
-    present = set(predictions["reranker"])
     losses = [v for v in LOSSES if v in present]
     feedback = data.feedback_frame(data.available_feedback(data.resolve_data_dir(data_dir), "test"))
     items = item_ratings(feedback)

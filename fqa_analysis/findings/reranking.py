@@ -46,10 +46,10 @@ from fqa_analysis.core.results import (
 from fqa_analysis.core.scoring import RerankerScore
 from fqa_analysis.models.reranker.pairs import training_prior
 from fqa_analysis.models.reranker.variants import VARIANTS
+from fqa_analysis.models.retrieval import SYSTEMS
 
 __all__ = [
     "PAPER_KEYS",
-    "RQA_ORDER",
     "RerankingPage",
     "answer_sentence",
     "findings_lines",
@@ -61,16 +61,8 @@ __all__ = [
     "seeds_text",
 ]
 
-#: The RQA systems in reading order, weakest first (the strongest one is the page's subject).
-RQA_ORDER: tuple[str, ...] = ("bm25", "minilm", "minilm_ft", "hybrid")
-
-#: Our rerankers under the paper's Table 2 rows (``none``: the RQA alone).
-PAPER_KEYS: dict[str, str] = {
-    "none": "rqa_alone",
-    "feedback_kl": "feedback_reranker",
-    "vanilla": "vanilla_reranker",
-    "combined": "combined_reranker",
-}
+#: Our rerankers under the paper's Table 2 rows (``none``: the RQA alone), read from Table 2's record.
+PAPER_KEYS: dict[str, str] = {ours: paper for ours, (_, paper) in TABLE2_ROWS.items()}
 
 
 @dataclass(frozen=True)
@@ -92,6 +84,7 @@ class RerankingPage:
         micro, macro: Every reranker against the RQA alone (:func:`compare_to_baseline`).
         quality: Each reranker's AUC, accuracy alone and reranked on ``rqa`` (:func:`reranker_quality`).
         items: feedback_test's items with the annotators' ratings.
+        predictions: Every reranker's rating predictions on feedback_test (as the stage wrote them).
         rating_kl: Each reranker's mean KL to the annotators on feedback_test (seeds averaged per item).
         prior: The training feedback's average rating distribution; ``prior_kl`` its KL there.
         over_qa: ``combined`` and ``feedback_kl`` against ``vanilla`` on every RQA (None without them);
@@ -116,6 +109,7 @@ class RerankingPage:
     macro: Comparison
     quality: pd.DataFrame
     items: pd.DataFrame
+    predictions: pd.DataFrame
     rating_kl: pd.Series
     prior: np.ndarray
     prior_kl: float
@@ -194,7 +188,7 @@ def reranking_page(
         if unknown:
             raise ValueError(f"RERANKERS_SHOWN names {unknown}: allowed None or rerankers of {results}")
         candidates = candidates[candidates["reranker"].isin(["none", *rerankers])]
-    systems = [s for s in RQA_ORDER if s in set(candidates["rqa"])]
+    systems = [s for s in SYSTEMS if s in set(candidates["rqa"])]  # weakest first
     present = set(candidates["reranker"]) - {"none"}
     names = ["none", *[v for v in VARIANTS if v in present]]
     rescored = [s for s in systems if s in set(candidates.loc[candidates["reranker"] != "none", "rqa"])]
@@ -234,6 +228,7 @@ def reranking_page(
         macro=compare_to_baseline(rescored_outcomes, average="macro", commit=commit),
         quality=reranker_quality(candidates, subject, reranker_score=score, weight=weight),
         items=items,
+        predictions=predictions,
         rating_kl=per_item.groupby("reranker")["kl"].mean(),
         prior=prior,
         prior_kl=float(constant_rating_quality([float(p) for p in prior], items)["kl"]),
@@ -292,7 +287,7 @@ def answer_sentence(contribution: Any, rqa: str, reranker: str = "combined", str
     said = {"better": "made", "worse": "made"}.get(found, "did not make")
     how = {"better": "more", "worse": "less"}.get(found, "measurably more")
     system = f"the strongest QA system ({rqa})" if strongest else f"the QA system {rqa}"
-    paper = PAPER_GAINS[PAPER_KEYS[reranker]] - PAPER_GAINS["vanilla_reranker"]
+    paper = _paper_contribution(reranker)
     low, high = 100 * contribution["delta_ci_low"], 100 * contribution["delta_ci_high"]
     return (
         f"User feedback {said} {system} {how} accurate: beyond QA data it changes "
@@ -313,6 +308,11 @@ def page_answer(page: RerankingPage) -> str | None:
             row = page.over_qa.table.loc[(page.rqa, reranker)]
             return answer_sentence(row, page.rqa, reranker, strongest=not page.chosen)
     return None
+
+
+def _paper_contribution(reranker: str) -> float:
+    """The paper's counterpart of ``reranker`` minus its VanillaReranker, in points (+1.99 for combined)."""
+    return PAPER_GAINS[PAPER_KEYS[reranker]] - PAPER_GAINS["vanilla_reranker"]
 
 
 def _change(row: Any) -> str:
@@ -368,7 +368,7 @@ def findings_lines(page: RerankingPage) -> list[str]:
                 f"`{system}` better on {sig['better']} and worse on {sig['worse']} of {sig['rows']} "
                 f"({seeded['better']} and {seeded['worse']} with its seeds resampled too)"
             )
-            paper = PAPER_GAINS[PAPER_KEYS[system]] - PAPER_GAINS["vanilla_reranker"]
+            paper = _paper_contribution(system)
             papers.append(f"{paper:+.2f} ({TABLE2_ROWS[system][0].removeprefix('+ ')} minus VanillaReranker)")
         lines.append(
             f"**Does feedback add to QA data?** Against `vanilla` (the relevance model, QA data only) on "
@@ -390,8 +390,7 @@ def freezing_measures(page: RerankingPage) -> tuple[pd.DataFrame, dict[int, floa
         the one-time pass over the lower layers in minutes per k, and the folders left out.
     """
     items = page.items
-    predictions = load_table(page.results, "rating_predictions.parquet")
-    full = run_measures(page.candidates, predictions, items, page.stage, page.rqa, seeds=[0])
+    full = run_measures(page.candidates, page.predictions, items, page.stage, page.rqa, seeds=[0])
     parts, lower_pass, skipped = [], {}, []
     ignore = (*RERANK_RUN_FIELDS, "warm_frozen_layers")
     for folder in sorted(page.results.glob("frozen_k*")):

@@ -20,11 +20,9 @@ from fqa_analysis.core.paper import PAPER_OVERALL_ACCURACY
 from fqa_analysis.core.report import change_text, holm_p_text
 from fqa_analysis.core.results import load_candidates, load_stage, load_table, stage_cost
 from fqa_analysis.core.scoring import select_top1
+from fqa_analysis.models.retrieval import SYSTEMS
 
-__all__ = ["RQA_ORDER", "RetrievalPage", "answer_sentence", "findings_lines", "retrieval_page"]
-
-#: The RQA systems in reading order, weakest first.
-RQA_ORDER: tuple[str, ...] = ("bm25", "minilm", "minilm_ft", "hybrid")
+__all__ = ["RetrievalPage", "answer_sentence", "findings_lines", "retrieval_page"]
 
 #: How the chapter names the two systems built from others.
 _MADE_OF = {"hybrid": ": fine-tuned MiniLM fused with BM25", "minilm_ft": ": fine-tuned MiniLM"}
@@ -91,7 +89,7 @@ def retrieval_page(results: Path) -> RetrievalPage:
         rqa_rows=rqa_rows,
         ranks=ranks,
         temps=load_table(results, "rqa_temperatures.parquet"),
-        systems=[s for s in RQA_ORDER if s in set(rqa_rows["rqa"])],
+        systems=[s for s in SYSTEMS if s in set(rqa_rows["rqa"])],  # weakest first
         acc=accuracy_with_ci(outcomes, "rqa", n_resamples=10_000, seed=0),
         comparison=compare(feedback, system="rqa", baseline="bm25", commit=commit),
         fusion=compare(feedback, system="rqa", pairs=fused, commit=commit) if fused else None,
