@@ -866,28 +866,27 @@ def per_seed_contribution(
     parts, pairs = [], []
     seeds = sorted(int(s) for s in own.loc[own["reranker"] == "combined", "seed"].unique())
     for rqa in sorted(set(own.loc[own["reranker"] == "combined", "rqa"])):
+        # vanilla seed 0 (the book's) once per RQA system: the baseline of every shared start
+        runs = {"vanilla 0": (book, "vanilla", 0)}
         for seed in seeds:
-            runs = {
+            runs |= {
                 f"combined {seed} (own)": (own, "combined", seed),
                 f"vanilla {seed}": (own, "vanilla", seed),
                 f"combined {seed} (shared)": (book, "combined", seed),
-                "vanilla 0": (book, "vanilla", 0),
             }
-            for run, (frame, reranker, k) in runs.items():
-                rows = frame[
-                    (frame["rqa"] == rqa)
-                    & frame["domain"].isin(FEEDBACK_DOMAINS)
-                    & (frame["reranker"] == reranker)
-                    & (frame["seed"] == k)
-                ]
-                parts.append(score_outcomes(rows).assign(run=run, seed=0))
             pairs += [
                 (f"combined {seed} (own)", f"vanilla {seed}"),
                 (f"combined {seed} (shared)", "vanilla 0"),
             ]
-    outcomes = pd.concat(parts, ignore_index=True).drop_duplicates(
-        ["rqa", "run", "domain", "split", "question_id"]
-    )
+        for run, (frame, reranker, k) in runs.items():
+            rows = frame[
+                (frame["rqa"] == rqa)
+                & frame["domain"].isin(FEEDBACK_DOMAINS)
+                & (frame["reranker"] == reranker)
+                & (frame["seed"] == k)
+            ]
+            parts.append(score_outcomes(rows).assign(run=run, seed=0))
+    outcomes = pd.concat(parts, ignore_index=True)
     comparison = compare(
         outcomes,
         system="run",
